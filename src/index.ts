@@ -1,1 +1,38 @@
-export const VERSION = "0.1.0";
+/**
+ * prefix-router — client-side prefix-aware routing for LLM fleets.
+ * @packageDocumentation
+ */
+export { canonicalize, canonicalizeJson } from "./canonical-json.js";
+export { CANONICAL_MAX_DEPTH, RouterError, isRouterError } from "./errors.js";
+export type { RouterErrorCode } from "./errors.js";
+export { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, routingInput } from "./routing-input.js";
+export type { RoutingInputOptions, RoutingMode } from "./routing-input.js";
+export { validateTenant } from "./routing-key.js";
+export {
+  DEFAULT_CONCURRENCY_THRESHOLD,
+  DEFAULT_EJECTION,
+  DEFAULT_MODE,
+  DEFAULT_PREFIX_LENGTH,
+  DEFAULT_STRATEGY,
+  STRATEGIES,
+  createRouter,
+} from "./router.js";
+export type {
+  Clock,
+  Decision,
+  EjectionOptions,
+  Lease,
+  LeaseOutcome,
+  PickKind,
+  Ranking,
+  ReleaseInfo,
+  RouteOptions,
+  RouteRequest,
+  Router,
+  RouterOptions,
+  RouterStats,
+  Strategy,
+  TargetSpec,
+  TargetStats,
+} from "./router.js";
+export type { LatencySummary } from "./target-state.js";

@@ -1,0 +1,97 @@
+/**
+ * Canonical JSON: one text per JSON value, so that equivalent request bodies give identical
+ * routing input (and identical bytes on the wire, for servers that route on raw bytes).
+ *
+ * Semantics are fast-json-stable-stringify's (which serializes): object keys sorted by UTF-16
+ * code units at every depth, no insignificant whitespace, `undefined` members, functions and
+ * symbols dropped as `JSON.stringify` drops them (`null` inside arrays), `toJSON` honoured,
+ * non-finite numbers as `null`, `-0` as `0`, lone surrogates escaped as `\uDXXX`.
+ * Before serializing, one walk rejects what fast-json-stable-stringify would crash or loop on:
+ * cycles (`ERR_CYCLE`, arrays included), BigInt (`ERR_UNSERIALIZABLE`) and nesting deeper than
+ * {@link CANONICAL_MAX_DEPTH} (`ERR_TOO_DEEP`), so no input can overflow the stack.
+ * Cost: O(size of the value), two passes over its containers, one over its strings.
+ */
+import stableStringify from "fast-json-stable-stringify";
+import { CANONICAL_MAX_DEPTH, RouterError } from "./errors.js";
+
+/**
+ * The canonical JSON text of a JavaScript value.
+ *
+ * @throws {RouterError} `ERR_CYCLE`, `ERR_UNSERIALIZABLE` or `ERR_TOO_DEEP`.
+ * @example
+ * canonicalize({ b: 1, a: [true, undefined] }) // '{"a":[true,null],"b":1}'
+ */
+export function canonicalize(value: unknown): string {
+  check(value, 0, []);
+  const text = stableStringify(value);
+  if (text === undefined) {
+    throw new RouterError("ERR_UNSERIALIZABLE", `Cannot canonicalize a top-level ${typeof value}: JSON has no representation for it`);
+  }
+  return text;
+}
+
+/**
+ * Parses JSON text (a string, or UTF-8 bytes) and returns its canonical form. A `"__proto__"`
+ * key stays an ordinary data member and never touches a prototype.
+ *
+ * @throws {RouterError} `ERR_INVALID_JSON` (with `position` when the parser reports one), or
+ * any error of {@link canonicalize}.
+ * @example
+ * canonicalizeJson('{ "b": 1,\n  "a": 2 }') // '{"a":2,"b":1}'
+ */
+export function canonicalizeJson(text: string | Uint8Array): string {
+  return canonicalize(parseJson(text));
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** @internal JSON.parse with typed errors; bytes must be valid UTF-8. */
+export function parseJson(text: string | Uint8Array): unknown {
+  let source: string;
+  if (typeof text === "string") {
+    source = text;
+  } else if (text instanceof Uint8Array) {
+    try {
+      source = strictUtf8.decode(text);
+    } catch (cause) {
+      throw new RouterError("ERR_INVALID_JSON", "Invalid JSON: the bytes are not valid UTF-8", { cause });
+    }
+  } else {
+    throw new TypeError(`Expected JSON text as a string or Uint8Array, got ${typeof text}`);
+  }
+  try {
+    return JSON.parse(source);
+  } catch (cause) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const match = /position (\d+)/.exec(message);
+    const position = match ? Number(match[1]) : undefined;
+    throw new RouterError("ERR_INVALID_JSON", `Invalid JSON: ${message}`, {
+      cause,
+      ...(position === undefined ? {} : { position }),
+    });
+  }
+}
+
+function check(node: unknown, depth: number, stack: object[]): void {
+  if (node !== null && typeof node === "object" && typeof (node as { toJSON?: unknown }).toJSON === "function") {
+    node = (node as { toJSON(): unknown }).toJSON();
+  }
+  if (typeof node === "bigint") {
+    throw new RouterError("ERR_UNSERIALIZABLE", "Cannot canonicalize a BigInt: JSON has no representation for it");
+  }
+  if (node === null || typeof node !== "object") return;
+  if (depth >= CANONICAL_MAX_DEPTH) {
+    throw new RouterError("ERR_TOO_DEEP", `Cannot canonicalize a value nested deeper than ${CANONICAL_MAX_DEPTH} levels`);
+  }
+  // The ancestor stack is as deep as the nesting (≤ CANONICAL_MAX_DEPTH), so a linear scan is cheap.
+  if (stack.includes(node)) {
+    throw new RouterError("ERR_CYCLE", "Cannot canonicalize a value that contains a reference cycle");
+  }
+  stack.push(node);
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) check(node[i], depth + 1, stack);
+  } else {
+    for (const key of Object.keys(node)) check((node as Record<string, unknown>)[key], depth + 1, stack);
+  }
+  stack.pop();
+}

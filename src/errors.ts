@@ -1,0 +1,63 @@
+/**
+ * Every failure prefix-router raises on purpose is a {@link RouterError} with a stable `code`.
+ * Match on `code` (or use {@link isRouterError}), never on the message text.
+ */
+
+/** Stable error codes. Adding a code is a minor change; renaming or removing one is breaking. */
+export type RouterErrorCode =
+  /** `canonicalize`: the value contains a reference cycle. */
+  | "ERR_CYCLE"
+  /** `canonicalize`: the value holds something JSON cannot represent (a BigInt, or a top-level `undefined`/function/symbol). */
+  | "ERR_UNSERIALIZABLE"
+  /** `canonicalize`: nesting deeper than {@link CANONICAL_MAX_DEPTH}. */
+  | "ERR_TOO_DEEP"
+  /** `canonicalizeJson` / text mode: the input is not valid JSON (or not valid UTF-8). */
+  | "ERR_INVALID_JSON"
+  /** A request body the chosen routing mode cannot read. */
+  | "ERR_INVALID_BODY"
+  /** A tenant id that is not 1–64 printable ASCII characters. */
+  | "ERR_INVALID_TENANT"
+  /** The router has no targets at all. */
+  | "ERR_NO_TARGETS"
+  /** No target serves the requested model, or every target that does is draining (weight 0). */
+  | "ERR_NO_ELIGIBLE_TARGET"
+  /** An adapter tried every attempt it was allowed and each failed before the server answered. */
+  | "ERR_ATTEMPTS_EXHAUSTED";
+
+/** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
+export const CANONICAL_MAX_DEPTH = 1024;
+
+const BRAND = Symbol.for("prefix-router.RouterError");
+
+/**
+ * The one error class of prefix-router. `code` is stable across releases; `cause` keeps the
+ * underlying error when there is one.
+ *
+ * @example
+ * try { canonicalize({ n: 1n }); } catch (e) { if (isRouterError(e) && e.code === "ERR_UNSERIALIZABLE") … }
+ */
+export class RouterError extends Error {
+  readonly code: RouterErrorCode;
+  /** Byte or character position in the input, when the failure has one (`ERR_INVALID_JSON`). */
+  readonly position?: number;
+
+  constructor(code: RouterErrorCode, message: string, options?: { cause?: unknown; position?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "RouterError";
+    this.code = code;
+    if (options?.position !== undefined) this.position = options.position;
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/**
+ * True for a {@link RouterError}, also one created by another copy of this package or in another
+ * realm (worker, vm context), where `instanceof` fails.
+ */
+export function isRouterError(value: unknown): value is RouterError {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    ((value as Record<symbol, unknown>)[BRAND] === true || value instanceof RouterError)
+  );
+}

@@ -1,0 +1,48 @@
+/**
+ * Bounded retries across a key's ranking, shared by the OpenAI and SageMaker adapters.
+ *
+ * A request is retried on the next target only when the failure proves the server never ran
+ * it (the adapter's `isRetryable` decides: connection refused/reset before any response,
+ * `ServiceUnavailable`, …). Each failed attempt releases its lease with an outcome that feeds
+ * passive ejection; the next attempt excludes every target already tried, so it lands on the
+ * key's next choice that has room.
+ */
+import { RouterError } from "../errors.js";
+import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../router.js";
+
+/** How one failed attempt is judged. */
+export interface AttemptFailure {
+  /** Retry on another target (the server never ran the request). */
+  retry: boolean;
+  /** Outcome recorded on the failed lease. */
+  outcome: LeaseOutcome;
+}
+
+/**
+ * Runs `send` on up to `maxAttempts` targets. `send` owns the lease on success (it releases it
+ * when the response has been consumed); on a thrown error the lease is released here.
+ */
+export async function withAttempts<T extends TargetSpec, R>(
+  router: Router<T>,
+  request: RouteRequest,
+  maxAttempts: number,
+  send: (lease: Lease<T>) => Promise<R>,
+  judge: (error: unknown) => AttemptFailure,
+): Promise<R> {
+  const tried = new Set<string>();
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    const lease = router.route(request, { exclude: tried, attempt });
+    try {
+      return await send(lease);
+    } catch (error) {
+      const verdict = judge(error);
+      lease.release(verdict.outcome);
+      lastError = error;
+      tried.add(lease.target.id);
+      const eligible = router.rank(request).targets.length;
+      if (!verdict.retry || attempt === maxAttempts || tried.size >= eligible) throw error;
+    }
+  }
+  throw new RouterError("ERR_ATTEMPTS_EXHAUSTED", `All ${maxAttempts} attempts failed`, { cause: lastError });
+}

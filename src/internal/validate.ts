@@ -1,0 +1,47 @@
+/** Option validation shared by every public constructor. Messages name the option, the range and what was received. */
+
+export function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "object") return "an object";
+  if (typeof value === "function") return "a function";
+  return String(value);
+}
+
+export function checkInteger(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || !Number.isInteger(value)) {
+    throw new TypeError(`Expected \`${name}\` to be an integer from ${min} to ${max}, got ${describe(value)}`);
+  }
+  if (value < min || value > max) {
+    throw new RangeError(`Expected \`${name}\` to be an integer from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+export function checkNumber(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new TypeError(`Expected \`${name}\` to be a number from ${min} to ${max}, got ${describe(value)}`);
+  }
+  if (!(value >= min && value <= max)) {
+    throw new RangeError(`Expected \`${name}\` to be a number from ${min} to ${max}, got ${value}`);
+  }
+  return value;
+}
+
+export function checkOneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
+    throw new (typeof value === "string" ? RangeError : TypeError)(
+      `Expected \`${name}\` to be one of ${allowed.map((a) => JSON.stringify(a)).join(", ")}, got ${describe(value)}`,
+    );
+  }
+  return value as T;
+}
+
+export function checkFunction<F>(name: string, value: unknown): F {
+  if (typeof value !== "function") {
+    throw new TypeError(`Expected \`${name}\` to be a function, got ${describe(value)}`);
+  }
+  return value as F;
+}

@@ -1,0 +1,299 @@
+/**
+ * Routing input: exactly the prefix of a request that the routing key hashes. Two modes mirror
+ * SageMaker's prefix-aware routing:
+ *
+ * - `bytes` (native Invoke API): the first `prefixLength` bytes of the body — of its canonical
+ *   JSON when the body is JSON (an object, or JSON text / UTF-8 JSON bytes), of the raw bytes
+ *   otherwise (CSV, images, anything that does not parse as JSON).
+ * - `text` (OpenAI-compatible API): the first `prefixLength` Unicode code points of the prompt
+ *   text extracted from an OpenAI-style body, in the order a chat template renders it:
+ *   `tools`, `instructions`, `messages`, `prompt`, `input`. See {@link promptText}.
+ *
+ * Cost: text mode reads the body only until the prefix is full; bytes mode canonicalizes the
+ * whole JSON body (its prefix depends on the sorted keys of the whole body).
+ */
+import { canonicalize, parseJson } from "./canonical-json.js";
+import { RouterError } from "./errors.js";
+
+/** How the routing input is read from a body. */
+export type RoutingMode = "text" | "bytes";
+
+/** Smallest and largest accepted `prefixLength` (SageMaker's `PrefixLength` range). */
+export const MIN_PREFIX_LENGTH = 1024;
+export const MAX_PREFIX_LENGTH = 65_536;
+
+/** Options of {@link routingInput}. */
+export interface RoutingInputOptions {
+  /** How to read the body. */
+  mode: RoutingMode;
+  /** Bytes (`bytes` mode) or code points (`text` mode) kept. From 1,024 to 65,536. */
+  prefixLength: number;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Returns the routing input of `body`: a string in text mode, bytes in bytes mode. Print it in
+ * your tests to see what two services send to the router.
+ *
+ * @example
+ * routingInput({ messages: [{ role: "user", content: "hi" }] }, { mode: "text", prefixLength: 4096 })
+ * // "\u0000muser\u0000chi"
+ */
+export function routingInput(body: unknown, options: { mode: "text"; prefixLength: number }): string;
+export function routingInput(body: unknown, options: { mode: "bytes"; prefixLength: number }): Uint8Array;
+export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array;
+export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array {
+  return options.mode === "bytes" ? bytesPrefix(body, options.prefixLength) : textPrefix(body, options.prefixLength);
+}
+
+/** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes. */
+export function bytesPrefix(body: unknown, prefixLength: number): Uint8Array {
+  let bytes: Uint8Array;
+  if (body instanceof Uint8Array || typeof body === "string") {
+    const json = tryParseJson(body);
+    if (json.ok) bytes = encoder.encode(canonicalize(json.value));
+    else bytes = typeof body === "string" ? encoder.encode(body) : body;
+  } else if (body instanceof ArrayBuffer) {
+    return bytesPrefix(new Uint8Array(body), prefixLength);
+  } else if (ArrayBuffer.isView(body)) {
+    return bytesPrefix(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), prefixLength);
+  } else {
+    bytes = encoder.encode(canonicalize(body));
+  }
+  return bytes.length > prefixLength ? bytes.subarray(0, prefixLength) : bytes;
+}
+
+function tryParseJson(body: string | Uint8Array): { ok: true; value: unknown } | { ok: false } {
+  // A JSON text starts (after whitespace) with one of these; anything else is raw data and
+  // need not be decoded at all.
+  const first = firstNonSpace(body);
+  if (first === -1 || !JSON_START.has(first)) return { ok: false };
+  try {
+    return { ok: true, value: parseJson(body) };
+  } catch {
+    return { ok: false };
+  }
+}
+
+const JSON_START = new Set([..."{[\"-0123456789tfn"].map((c) => c.charCodeAt(0)));
+
+function firstNonSpace(body: string | Uint8Array): number {
+  const n = body.length;
+  for (let i = 0; i < n; i++) {
+    const c = typeof body === "string" ? body.charCodeAt(i) : (body[i] as number);
+    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return c;
+  }
+  return -1;
+}
+
+/** @internal The first `prefixLength` code points of the body's prompt text. */
+export function textPrefix(body: unknown, prefixLength: number): string {
+  const text = promptText(body, prefixLength * 2);
+  return truncateCodePoints(text, prefixLength);
+}
+
+/**
+ * Structure markers. Each is U+0000 followed by one ASCII letter. Content has every U+0000
+ * doubled, so a single U+0000 followed by a letter can only be a marker: two bodies with
+ * different message structure can never produce the same text.
+ */
+const M = {
+  tools: "\u0000T",
+  instructions: "\u0000S",
+  message: "\u0000m",
+  name: "\u0000n",
+  content: "\u0000c",
+  toolCalls: "\u0000F",
+  toolCallId: "\u0000I",
+  prompt: "\u0000p",
+  input: "\u0000i",
+  text: "\u0000t",
+  image: "\u0000g",
+  audio: "\u0000a",
+  file: "\u0000f",
+  other: "\u0000o",
+} as const;
+
+/**
+ * The prompt text of an OpenAI-style body, in rendering order, with structure markers. Stops
+ * once at least `budget` UTF-16 units are collected (the caller keeps a prefix of it).
+ *
+ * - `tools` (chat, responses): marker + canonical JSON of the array.
+ * - `instructions` (responses): marker + the text.
+ * - `messages` (chat) and `input` items with a `role` (responses): per message, a marker, the
+ *   role, optionally a name marker and the name, then a content marker and the content. String
+ *   content as is; array content part by part: text parts (`text`, `input_text`, `output_text`,
+ *   `refusal`) by their text, images by their URL (`image_url.url` or `image_url`), audio by its
+ *   data, files by `file_id`, else `filename` + `file_data`; any other part by its canonical JSON.
+ *   Assistant `tool_calls` and a tool message's `tool_call_id` follow as canonical JSON / text.
+ * - `prompt` (completions) and `input` (embeddings, responses): a string as is; an array of
+ *   strings one by one; token arrays as canonical JSON.
+ * @internal
+ */
+export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): string {
+  const obj = asObject(body);
+  const out = new Collector(budget);
+  if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
+  if (typeof obj.instructions === "string") out.push(M.instructions, escape(obj.instructions));
+  if (Array.isArray(obj.messages)) {
+    for (const message of obj.messages) {
+      if (out.full) break;
+      pushMessage(out, message);
+    }
+  }
+  if (obj.prompt !== undefined) pushPromptLike(out, M.prompt, obj.prompt);
+  if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
+  return out.text();
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  let value = body;
+  if (typeof body === "string" || body instanceof Uint8Array) {
+    value = parseJson(body);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new RouterError(
+      "ERR_INVALID_BODY",
+      `Text mode reads an OpenAI-style JSON object body (chat, completions, responses or embeddings), got ${
+        value === null ? "null" : Array.isArray(value) ? "an array" : typeof value
+      }`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+function pushMessage(out: Collector, message: unknown): void {
+  if (message === null || typeof message !== "object") {
+    out.push(M.other, canonicalizeOrString(message));
+    return;
+  }
+  const m = message as Record<string, unknown>;
+  out.push(M.message, escape(typeof m.role === "string" ? m.role : ""));
+  if (typeof m.name === "string") out.push(M.name, escape(m.name));
+  out.push(M.content);
+  pushContent(out, m.content);
+  if (m.tool_calls !== undefined) out.push(M.toolCalls, canonicalize(m.tool_calls));
+  if (typeof m.tool_call_id === "string") out.push(M.toolCallId, escape(m.tool_call_id));
+}
+
+function pushContent(out: Collector, content: unknown): void {
+  if (typeof content === "string") {
+    out.push(escape(content));
+    return;
+  }
+  if (!Array.isArray(content)) {
+    if (content !== undefined && content !== null) out.push(M.other, canonicalize(content));
+    return;
+  }
+  for (const part of content) {
+    if (out.full) return;
+    pushPart(out, part);
+  }
+}
+
+function pushPart(out: Collector, part: unknown): void {
+  if (typeof part === "string") {
+    out.push(M.text, escape(part));
+    return;
+  }
+  if (part === null || typeof part !== "object") {
+    out.push(M.other, canonicalizeOrString(part));
+    return;
+  }
+  const p = part as Record<string, unknown>;
+  const text = typeof p.text === "string" ? p.text : typeof p.refusal === "string" ? p.refusal : undefined;
+  if (text !== undefined) {
+    out.push(M.text, escape(text));
+    return;
+  }
+  const image = p.image_url;
+  if (typeof image === "string") {
+    out.push(M.image, escape(image));
+    return;
+  }
+  if (image !== null && typeof image === "object" && typeof (image as { url?: unknown }).url === "string") {
+    out.push(M.image, escape((image as { url: string }).url));
+    return;
+  }
+  const audio = p.input_audio;
+  if (audio !== null && typeof audio === "object" && typeof (audio as { data?: unknown }).data === "string") {
+    out.push(M.audio, escape((audio as { data: string }).data));
+    return;
+  }
+  const file = (p.file ?? p) as Record<string, unknown>;
+  if (typeof file.file_id === "string") {
+    out.push(M.file, escape(file.file_id));
+    return;
+  }
+  if (typeof file.file_data === "string") {
+    out.push(M.file, escape(typeof file.filename === "string" ? file.filename : ""), M.file, escape(file.file_data));
+    return;
+  }
+  out.push(M.other, canonicalize(part));
+}
+
+function pushPromptLike(out: Collector, marker: string, value: unknown): void {
+  if (typeof value === "string") {
+    out.push(marker, escape(value));
+    return;
+  }
+  if (Array.isArray(value)) {
+    for (const item of value) {
+      if (out.full) return;
+      if (typeof item === "string") out.push(marker, escape(item));
+      else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
+      else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
+      else out.push(marker, canonicalize(item));
+    }
+    return;
+  }
+  out.push(marker, canonicalizeOrString(value));
+}
+
+function canonicalizeOrString(value: unknown): string {
+  return value === undefined ? "" : canonicalize(value);
+}
+
+function escape(s: string): string {
+  return s.includes("\u0000") ? s.replaceAll("\u0000", "\u0000\u0000") : s;
+}
+
+/** Collects text pieces until the budget (in UTF-16 units) is reached; later pieces are skipped. */
+class Collector {
+  private readonly parts: string[] = [];
+  private length = 0;
+  constructor(private readonly budget: number) {}
+  get full(): boolean {
+    return this.length >= this.budget;
+  }
+  push(...pieces: string[]): void {
+    for (const piece of pieces) {
+      if (this.length >= this.budget) return;
+      const room = this.budget - this.length;
+      // Keep one extra unit so a surrogate pair at the cut can still be completed.
+      const kept = piece.length > room + 1 ? piece.slice(0, room + 1) : piece;
+      this.parts.push(kept);
+      this.length += kept.length;
+    }
+  }
+  text(): string {
+    return this.parts.length === 1 ? (this.parts[0] as string) : this.parts.join("");
+  }
+}
+
+/** The first `n` code points of `s`; a surrogate pair is never split. */
+export function truncateCodePoints(s: string, n: number): string {
+  if (s.length <= n) return s;
+  let units = 0;
+  for (let points = 0; points < n && units < s.length; points++) {
+    const c = s.charCodeAt(units);
+    if (c >= 0xd800 && c <= 0xdbff && units + 1 < s.length) {
+      const d = s.charCodeAt(units + 1);
+      units += d >= 0xdc00 && d <= 0xdfff ? 2 : 1;
+    } else {
+      units += 1;
+    }
+  }
+  return s.slice(0, units);
+}
