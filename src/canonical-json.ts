@@ -64,7 +64,8 @@ export function parseJson(text: string | Uint8Array): unknown {
   } catch (cause) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const match = /position (\d+)/.exec(message);
-    const position = match ? Number(match[1]) : undefined;
+    // V8 names no position when the text ends early; the error is then at its end.
+    const position = match ? Number(match[1]) : /Unexpected end of JSON input/.test(message) ? source.length : undefined;
     throw new RouterError("ERR_INVALID_JSON", `Invalid JSON: ${message}`, {
       cause,
       ...(position === undefined ? {} : { position }),
