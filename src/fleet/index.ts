@@ -1,0 +1,22 @@
+/**
+ * `prefix-router/fleet`: an emulated fleet of vLLM-like inference servers with a real
+ * prefix-cache model, in virtual time (`VirtualFleet`) or live over HTTP (`startFleet`).
+ * See docs/fleet.md.
+ */
+
+export { DEFAULT_ENGINE_CONFIG, resolveEngineConfig } from "./config.js";
+export type { EngineConfig } from "./config.js";
+export { idleTtftMs, prefillChunkMs, decodeTokenMs } from "./cost-model.js";
+export { Engine } from "./engine.js";
+export type { EngineCallbacks, EngineOptions, EngineRequest, EngineStats, EngineTicket, VirtualResult } from "./engine.js";
+export { FleetError, isFleetError } from "./errors.js";
+export type { FleetErrorCode } from "./errors.js";
+export { Histogram, TTFT_BUCKETS_SECONDS } from "./histogram.js";
+export { KvCache } from "./kv-cache.js";
+export type { KvCacheUsage } from "./kv-cache.js";
+export { createRandom } from "./random.js";
+export type { RandomSource } from "./random.js";
+export { renderPrompt } from "./template.js";
+export { CHARS_PER_TOKEN, blockKeys, countTokens, fillerText, fillerToken } from "./tokenizer.js";
+export { VirtualFleet, defaultInstanceIds } from "./virtual.js";
+export type { InstanceStats, VirtualCallbacks, VirtualFleetOptions, VirtualRequest } from "./virtual.js";
