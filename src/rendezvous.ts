@@ -63,7 +63,10 @@ export function unitMix(hi: number, lo: number): number {
   lo = mulLo(l, 0x1a85ec53);
   // k ^= k >>> 33
   lo = (lo ^ (hi >>> 1)) >>> 0;
-  return (hi * 0x20_0000 + (lo >>> 11) + 0.5) / 0x20_0000_0000_0000;
+  const u = (hi * 0x20_0000 + (lo >>> 11) + 0.5) / 0x20_0000_0000_0000;
+  // 2^53 − 1 + 0.5 rounds up to 2^53, so the top value would be exactly 1 (ln 1 = 0, score −∞:
+  // the key's best target ranked last). Keep it just below 1.
+  return u < 1 ? u : 1 - 2 ** -53;
 }
 
 /** Low 32 bits of al * bl (both uint32). */
