@@ -1,0 +1,438 @@
+/**
+ * A `fetch` that routes OpenAI-compatible requests across a fleet.
+ *
+ * Per call: read the outgoing request (URL path relative to the client's base URL, method, JSON
+ * body), route it (text mode: `prompt_cache_key` is the tenant, `model` drives eligibility, a
+ * request without prompt text goes by least-outstanding), rewrite the URL onto the chosen
+ * target's `baseURL` (path suffix and query string kept), merge the target's `headers`, call the
+ * underlying `fetch`, and return the response with its body wrapped so the lease ends when the
+ * body has been read, cancelled or has failed (see body.ts).
+ *
+ * Retries: a connection failure before any response (refused, reset, DNS, …) is retried on the
+ * key's next target, up to `attempts` in total, through the shared `withAttempts`. Once response
+ * headers have arrived nothing is retried, so no request runs twice.
+ */
+import { RouterError, isRouterError } from "../errors.js";
+import { withAttempts } from "../internal/attempts.js";
+import { checkFunction, checkInteger, describe } from "../internal/validate.js";
+import {
+  type Clock,
+  type Lease,
+  type LeaseOutcome,
+  type PickKind,
+  type RouteRequest,
+  type Router,
+  type RouterOptions,
+  type TargetSpec,
+  createRouter,
+} from "../router.js";
+import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
+import { judgeFetchError } from "./failures.js";
+
+/** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
+export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+
+/** A replica of an OpenAI-compatible server (vLLM, SGLang, TGI, …). */
+export interface OpenAITarget extends TargetSpec {
+  /**
+   * Absolute `http:` or `https:` URL the OpenAI-compatible API lives under, as you would pass it
+   * to the openai client, e.g. `"http://10.0.0.7:8000/v1"`.
+   */
+  readonly baseURL: string;
+  /**
+   * Headers set on every request to this target, over the client's own (for example a
+   * per-replica `Authorization`).
+   * @default {}
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** What one attempt of a routed request did, as passed to {@link RoutedFetchOptions.onRequestEnd}. */
+export interface RoutedRequestInfo<T extends OpenAITarget = OpenAITarget> {
+  target: T;
+  /** How the target was picked. */
+  kind: PickKind;
+  /** Position of the target in the key's ranking (0 = first choice). */
+  rank: number;
+  /** 1-based attempt number; above 1 after a connection failure on another target. */
+  attempt: number;
+  /** HTTP status; `undefined` when the attempt failed before any response. */
+  status: number | undefined;
+  /** How the lease ended. */
+  outcome: LeaseOutcome;
+  /** True for a `text/event-stream` response. */
+  streaming: boolean;
+  /** Time to the first body byte (TTFT for streams), ms; `null` when no byte arrived. */
+  ttftMs: number | null;
+  /** From sending the request to the end of the body (or the failure), ms. */
+  durationMs: number;
+  /** Prompt tokens, when the server reported cached tokens too. */
+  promptTokens: number | undefined;
+  /** Cached prompt tokens (`usage.prompt_tokens_details.cached_tokens`), when reported. */
+  cachedTokens: number | undefined;
+  /** The error that ended the attempt (connection failure, abort reason), if any. */
+  error: unknown;
+}
+
+/** Options of {@link createRoutedFetch}: every router option, plus how requests are sent. */
+export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> extends RouterOptions<T> {
+  /** The replicas. Each has a unique `id` and a `baseURL`; `weight`, `models` and `headers` are optional. */
+  targets: readonly T[];
+  /**
+   * The `fetch` that sends requests to the targets.
+   * @default globalThis.fetch
+   */
+  fetch?: FetchLike;
+  /**
+   * The base URL the calling client is configured with. A request URL under it is routed and
+   * keeps the part after it (appended to the target's `baseURL`); a URL elsewhere is passed to
+   * `fetch` unchanged. Without it every request is routed, and a path that starts with the
+   * chosen target's base path (`/v1/chat/completions` for a target at `…/v1`) keeps only what
+   * follows it.
+   * @default undefined
+   */
+  baseURL?: string;
+  /**
+   * Attempts per request, from 1 to 16: a connection failure before any response is retried on
+   * the key's next target until this many targets were tried. Requests whose body is a stream
+   * (not replayable) get one attempt.
+   * @default 2
+   */
+  attempts?: number;
+  /**
+   * Called once per attempt when its lease ends, with the target, pick kind, status, outcome,
+   * TTFT, duration and token usage. Synchronous; an exception it throws is ignored, so metrics
+   * never break a request.
+   * @default undefined
+   */
+  onRequestEnd?: (info: RoutedRequestInfo<T>) => void;
+}
+
+/** What {@link createRoutedFetch} returns. */
+export interface RoutedFetch<T extends OpenAITarget = OpenAITarget> {
+  /** A drop-in `fetch`. Hand it to any client that accepts one. */
+  fetch: FetchLike;
+  /** The router behind it: `stats()`, `setTargets()`, `rank()`. */
+  router: Router<T>;
+}
+
+/** @internal Where the router is kept on a routed fetch and a routed client; `Symbol.for`, so copies of the package agree. */
+export const ROUTER = Symbol.for("prefix-router.router");
+
+/** Default of {@link RoutedFetchOptions.attempts}. */
+export const DEFAULT_ATTEMPTS = 2;
+/** Largest accepted {@link RoutedFetchOptions.attempts}. */
+export const MAX_ATTEMPTS = 16;
+
+/**
+ * Creates a `fetch` that routes OpenAI-compatible requests across `options.targets`, and the
+ * router behind it. Use it with any client that accepts a `fetch` (the Vercel AI SDK's
+ * `createOpenAI({ fetch })`, LangChain, a hand-written call); for the openai client,
+ * {@link routeOpenAI} does the wiring.
+ *
+ * Routing errors (`ERR_NO_ELIGIBLE_TARGET` for a model no target serves, `ERR_INVALID_TENANT`
+ * for a bad `prompt_cache_key`) reject the call with a {@link RouterError}; connection failures
+ * reject it with the underlying fetch's error once the attempts are used up.
+ *
+ * @example
+ * const { fetch, router } = await createRoutedFetch({
+ *   targets: [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }, { id: "b", baseURL: "http://10.0.0.2:8000/v1" }],
+ * });
+ * const res = await fetch("http://fleet/v1/chat/completions", { method: "POST", body: JSON.stringify(body) });
+ * router.stats().targets; // TTFT percentiles, share, spillover rate, cached-token ratio
+ */
+export async function createRoutedFetch<T extends OpenAITarget>(options: RoutedFetchOptions<T>): Promise<RoutedFetch<T>> {
+  return buildRoutedFetch(options, false);
+}
+
+/** @internal `errorsAsResponses`: answer routing errors with an OpenAI-style error response (see routeOpenAI). */
+export async function buildRoutedFetch<T extends OpenAITarget>(
+  options: RoutedFetchOptions<T>,
+  errorsAsResponses: boolean,
+): Promise<RoutedFetch<T>> {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`Expected options to be an object, got ${describe(options)}`);
+  }
+  validateOpenAITargets(options.targets);
+  const underlying: FetchLike =
+    options.fetch === undefined ? globalThis.fetch : checkFunction<FetchLike>("fetch", options.fetch);
+  if (typeof underlying !== "function") {
+    throw new TypeError("Expected `fetch` to be a function: globalThis.fetch is not available, pass `fetch`");
+  }
+  const attempts = checkInteger("attempts", options.attempts ?? DEFAULT_ATTEMPTS, 1, MAX_ATTEMPTS);
+  const clientBase = options.baseURL === undefined ? undefined : parseBase("baseURL", options.baseURL);
+  const report =
+    options.onRequestEnd === undefined
+      ? undefined
+      : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
+  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
+  const router = await createRouter<T>(routerOptions);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
+  const fetch: FetchLike = (input, init) => sender.fetch(input, init);
+  Object.defineProperty(fetch, ROUTER, { value: router });
+  return { fetch, router };
+}
+
+interface Base {
+  origin: string;
+  /** Pathname without trailing slash ("" for the root). */
+  path: string;
+  /** origin + path. */
+  href: string;
+}
+
+function parseBase(name: string, value: unknown): Base {
+  if (typeof value !== "string") {
+    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL string, got ${describe(value)}`);
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL, got ${JSON.stringify(value)}`);
+  }
+  const path = url.pathname.replace(/\/+$/, "");
+  return { origin: url.origin, path, href: url.origin + path };
+}
+
+function validateOpenAITargets(targets: unknown): void {
+  if (!Array.isArray(targets)) {
+    throw new TypeError(`Expected \`targets\` to be an array, got ${describe(targets)}`);
+  }
+  targets.forEach((t: unknown, i: number) => {
+    if (t === null || typeof t !== "object") return; // the router names it
+    const { baseURL, headers } = t as OpenAITarget;
+    parseBase(`targets[${i}].baseURL`, baseURL);
+    if (headers !== undefined) {
+      if (headers === null || typeof headers !== "object" || Array.isArray(headers)) {
+        throw new TypeError(`Expected \`targets[${i}].headers\` to be an object of strings, got ${describe(headers)}`);
+      }
+      for (const [name, value] of Object.entries(headers)) {
+        if (typeof value !== "string") {
+          throw new TypeError(`Expected \`targets[${i}].headers[${JSON.stringify(name)}]\` to be a string, got ${describe(value)}`);
+        }
+      }
+    }
+  });
+}
+
+/** HTTP status of the OpenAI-style error response a routing error becomes under routeOpenAI. */
+const ROUTING_ERROR_STATUS: Partial<Record<string, number>> = {
+  ERR_NO_TARGETS: 503,
+  ERR_NO_ELIGIBLE_TARGET: 404,
+  ERR_INVALID_TENANT: 400,
+  ERR_INVALID_BODY: 400,
+  ERR_INVALID_JSON: 400,
+};
+
+/** The outgoing request, read once. */
+interface Outgoing {
+  url: URL;
+  init: RequestInit;
+  signal: AbortSignal | null | undefined;
+  route: RouteRequest;
+  replayable: boolean;
+}
+
+class RoutedSender<T extends OpenAITarget> {
+  private readonly bases = new WeakMap<T, Base>();
+  private readonly registry: AbandonRegistry = newAbandonRegistry();
+
+  constructor(
+    readonly router: Router<T>,
+    private readonly underlying: FetchLike,
+    private readonly attempts: number,
+    private readonly clientBase: Base | undefined,
+    private readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined,
+    private readonly clock: Clock,
+    private readonly errorsAsResponses: boolean,
+  ) {}
+
+  async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    const out = await this.read(input, init);
+    if (out.signal?.aborted === true) throw abortReason(out.signal);
+    const relative = this.relative(out.url);
+    if (relative === undefined) return this.underlying.call(undefined, out.url.href, out.init);
+    try {
+      return await withAttempts(
+        this.router,
+        out.route,
+        out.replayable ? this.attempts : 1,
+        (lease) => this.send(lease, out, relative),
+        (error) => judgeFetchError(error, out.signal),
+      );
+    } catch (error) {
+      if (this.errorsAsResponses && isRouterError(error)) {
+        const status = ROUTING_ERROR_STATUS[error.code];
+        if (status !== undefined) return routingErrorResponse(error, status);
+      }
+      throw error;
+    }
+  }
+
+  private async send(lease: Lease<T>, out: Outgoing, relative: Relative): Promise<Response> {
+    const target = lease.target;
+    const url = this.targetURL(target, relative);
+    const headers = new Headers(out.init.headers);
+    if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
+    const startMs = this.clock.now();
+    let response: Response;
+    try {
+      response = await this.underlying.call(undefined, url, { ...out.init, headers });
+    } catch (error) {
+      if (this.report !== undefined) {
+        const verdict = judgeFetchError(error, out.signal);
+        try {
+          this.report({
+            target,
+            kind: lease.kind,
+            rank: lease.rank,
+            attempt: lease.attempt,
+            status: undefined,
+            outcome: verdict.outcome,
+            streaming: false,
+            ttftMs: null,
+            durationMs: this.clock.now() - startMs,
+            promptTokens: undefined,
+            cachedTokens: undefined,
+            error,
+          });
+        } catch {
+          // A metrics hook must never break a request.
+        }
+      }
+      throw error;
+    }
+    return trackResponse(response, {
+      lease,
+      signal: out.signal,
+      clock: this.clock,
+      startMs,
+      registry: this.registry,
+      report: this.report,
+    });
+  }
+
+  /** Reads URL, init and routing facts from `fetch`'s arguments. */
+  private async read(input: string | URL | Request, init: RequestInit | undefined): Promise<Outgoing> {
+    let url: string;
+    let merged: RequestInit;
+    if (typeof input === "string" || input instanceof URL) {
+      url = String(input);
+      merged = init ?? {};
+    } else if (input !== null && typeof input === "object" && typeof (input as Request).url === "string") {
+      const request = input as Request;
+      url = request.url;
+      const fromRequest: RequestInit = {
+        method: request.method,
+        headers: request.headers,
+        signal: request.signal,
+        redirect: request.redirect,
+      };
+      if (request.body !== null && init?.body === undefined) fromRequest.body = await request.arrayBuffer();
+      merged = { ...fromRequest, ...init };
+    } else {
+      throw new TypeError(`Expected fetch input to be a URL string, a URL or a Request, got ${describe(input)}`);
+    }
+    const { parsed, raw, replayable } = readBody(merged.body);
+    const route: RouteRequest = {};
+    if (parsed !== undefined) {
+      route.body = parsed;
+      if (typeof parsed.model === "string") route.model = parsed.model;
+      if (typeof parsed.prompt_cache_key === "string") route.tenant = parsed.prompt_cache_key;
+    } else if (raw !== undefined && this.router.mode === "bytes") {
+      route.body = raw;
+    }
+    return { url: new URL(url), init: merged, signal: merged.signal, route, replayable };
+  }
+
+  /** The request's path and query relative to the client's base, or undefined when it is not under it. */
+  private relative(url: URL): Relative | undefined {
+    const base = this.clientBase;
+    if (base === undefined) return { path: url.pathname, search: url.search, stripTargetPath: true };
+    if (url.origin !== base.origin) return undefined;
+    if (base.path !== "" && url.pathname !== base.path && !url.pathname.startsWith(`${base.path}/`)) return undefined;
+    return { path: url.pathname.slice(base.path.length), search: url.search, stripTargetPath: false };
+  }
+
+  private targetURL(target: T, relative: Relative): string {
+    let base = this.bases.get(target);
+    if (base === undefined) {
+      base = parseBase(`baseURL of target ${JSON.stringify(target.id)}`, target.baseURL);
+      this.bases.set(target, base);
+    }
+    let path = relative.path;
+    if (relative.stripTargetPath && base.path !== "" && (path === base.path || path.startsWith(`${base.path}/`))) {
+      path = path.slice(base.path.length);
+    }
+    return base.href + path + relative.search;
+  }
+}
+
+interface Relative {
+  path: string;
+  search: string;
+  /** No client base known: strip the target's own base path when the request path starts with it. */
+  stripTargetPath: boolean;
+}
+
+const decoder = new TextDecoder();
+
+/** Parses a JSON object body for routing; says whether the body can be sent again. */
+function readBody(body: RequestInit["body"]): {
+  parsed: Record<string, unknown> | undefined;
+  raw: string | Uint8Array | undefined;
+  replayable: boolean;
+} {
+  if (body === undefined || body === null) return { parsed: undefined, raw: undefined, replayable: true };
+  let text: string | undefined;
+  let raw: string | Uint8Array | undefined;
+  if (typeof body === "string") {
+    text = body;
+    raw = body;
+  } else if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
+    const bytes =
+      body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+    raw = bytes;
+    if (firstNonSpace(bytes) === 0x7b) text = decoder.decode(bytes);
+  } else if (
+    (typeof URLSearchParams !== "undefined" && body instanceof URLSearchParams) ||
+    (typeof FormData !== "undefined" && body instanceof FormData) ||
+    (typeof Blob !== "undefined" && body instanceof Blob)
+  ) {
+    return { parsed: undefined, raw: undefined, replayable: true };
+  } else {
+    // A ReadableStream or async iterable: sent once, never read here.
+    return { parsed: undefined, raw: undefined, replayable: false };
+  }
+  let parsed: Record<string, unknown> | undefined;
+  if (text !== undefined && text.trimStart().startsWith("{")) {
+    try {
+      const value: unknown = JSON.parse(text);
+      if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
+    } catch {
+      // Not JSON: the request has no prompt to route on.
+    }
+  }
+  return { parsed, raw, replayable: true };
+}
+
+function firstNonSpace(bytes: Uint8Array): number {
+  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return b;
+  return -1;
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+/** An OpenAI-style error body the openai client turns into its own error class, not retried. */
+function routingErrorResponse(error: RouterError, status: number): Response {
+  return new Response(
+    JSON.stringify({ error: { message: error.message, type: "prefix_router_error", code: error.code, param: null } }),
+    { status, headers: { "content-type": "application/json", "x-should-retry": "false" } },
+  );
+}
