@@ -1,0 +1,110 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { JSON_TAIL_BYTES, findUsage, scannerFor, usageOf } from "../src/openai/usage.js";
+
+const enc = new TextEncoder();
+
+/** Splits `bytes` at the given cut points (sorted, deduplicated, in range). */
+function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const out: Uint8Array[] = [];
+  let last = 0;
+  for (const p of points) {
+    out.push(bytes.subarray(last, p));
+    last = p;
+  }
+  out.push(bytes.subarray(last));
+  return out;
+}
+
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }], usage: null })}\n\n`;
+const usageChunk = `data: ${JSON.stringify({
+  id: "x",
+  choices: [],
+  usage: { prompt_tokens: 900, completion_tokens: 5, total_tokens: 905, prompt_tokens_details: { cached_tokens: 768 } },
+})}\n\n`;
+
+describe("SSE usage scanner", () => {
+  it("finds the usage chunk however the stream is cut, multi-byte text included", () => {
+    const body = enc.encode(chunk("héllo ✓ 🙂") + chunk('"usage": {"prompt_tokens": 1} in text') + usageChunk + "data: [DONE]\n\n");
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 12 }), (cuts) => {
+        const scanner = scannerFor("text/event-stream; charset=utf-8");
+        for (const part of split(body, cuts)) scanner?.push(part);
+        expect(scanner?.result()).toEqual({ promptTokens: 900, cachedTokens: 768 });
+        expect(scanner?.sawError).toBe(false);
+      }),
+    );
+  });
+
+  it("reads the Responses API's response.completed event and CRLF line ends", () => {
+    const event = {
+      type: "response.completed",
+      response: { id: "r", usage: { input_tokens: 50, output_tokens: 3, input_tokens_details: { cached_tokens: 32 } } },
+    };
+    const scanner = scannerFor("text/event-stream");
+    scanner?.push(enc.encode(`event: response.completed\r\ndata: ${JSON.stringify(event)}\r\n\r\n`));
+    expect(scanner?.result()).toEqual({ promptTokens: 50, cachedTokens: 32 });
+  });
+
+  it("reports nothing when the server does not report cached tokens", () => {
+    const scanner = scannerFor("text/event-stream");
+    scanner?.push(enc.encode(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 10, total_tokens: 12 } })}\n\n`));
+    expect(scanner?.result()).toBeUndefined();
+  });
+
+  it("flags an in-band error event", () => {
+    const scanner = scannerFor("text/event-stream");
+    scanner?.push(enc.encode(chunk("a") + `data: {"error": {"message": "boom", "code": 500}}\n\ndata: [DONE]\n\n`));
+    scanner?.result();
+    expect(scanner?.sawError).toBe(true);
+  });
+
+  it("handles a final line without a newline", () => {
+    const scanner = scannerFor("text/event-stream");
+    scanner?.push(enc.encode(usageChunk.trimEnd()));
+    expect(scanner?.result()).toEqual({ promptTokens: 900, cachedTokens: 768 });
+  });
+});
+
+describe("JSON usage scanner", () => {
+  const completion = (content: string) => ({
+    id: "c",
+    object: "chat.completion",
+    choices: [{ index: 0, message: { role: "assistant", content } }],
+    usage: { prompt_tokens: 4000, completion_tokens: 20, total_tokens: 4020, prompt_tokens_details: { cached_tokens: 3984 } },
+  });
+
+  it("finds usage after a body larger than the tail it keeps, however it is cut", () => {
+    const body = enc.encode(JSON.stringify(completion("x".repeat(JSON_TAIL_BYTES * 3))));
+    fc.assert(
+      fc.property(fc.array(fc.nat(), { maxLength: 8 }), (cuts) => {
+        const scanner = scannerFor("application/json");
+        for (const part of split(body, cuts)) scanner?.push(part);
+        expect(scanner?.result()).toEqual({ promptTokens: 4000, cachedTokens: 3984 });
+      }),
+      { numRuns: 30 },
+    );
+  });
+
+  it("skips a quoted \"usage\" in the content and a usage without counts", () => {
+    expect(findUsage(JSON.stringify(completion('see "usage": {"prompt_tokens": 1} here')))).toEqual({
+      promptTokens: 4000,
+      cachedTokens: 3984,
+    });
+    expect(findUsage(JSON.stringify({ usage: { prompt_tokens: 3 }, metadata: { usage: "none" } }))).toBeUndefined();
+    expect(findUsage('{"usage": {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": 1}')).toBeUndefined();
+  });
+
+  it("usageOf rejects negative or non-numeric counts", () => {
+    expect(usageOf({ usage: { prompt_tokens: -1, prompt_tokens_details: { cached_tokens: 0 } } })).toBeUndefined();
+    expect(usageOf({ usage: { prompt_tokens: "9", prompt_tokens_details: { cached_tokens: 0 } } })).toBeUndefined();
+    expect(usageOf(null)).toBeUndefined();
+  });
+
+  it("has no scanner for bodies that carry no usage", () => {
+    expect(scannerFor(null)).toBeUndefined();
+    expect(scannerFor("text/plain")).toBeUndefined();
+  });
+});
