@@ -63,8 +63,8 @@ export interface VirtualResult {
 
 /** Callbacks of one request; each runs once, in the order listed, at the model time given. */
 export interface EngineCallbacks {
-  /** Admitted by the scheduler; `cachedTokens` is final from here on. */
-  onAdmit?(tMs: number, cachedTokens: number): void;
+  /** Admitted by the scheduler; `cachedTokens` is final from here on; `queueMs` as in the result. */
+  onAdmit?(tMs: number, cachedTokens: number, queueMs: number): void;
   /** The first token was produced. */
   onFirstToken?(tMs: number): void;
   /** A token was produced (the first one too); `generated` counts tokens so far. */
@@ -259,7 +259,7 @@ export class Engine {
     for (let i = 0; i < kinds.length; i++) {
       const s = seqs[i]!;
       const kind = kinds[i]!;
-      if (kind === EV_ADMIT) s.cb.onAdmit?.(s.admittedAt, s.cached);
+      if (kind === EV_ADMIT) s.cb.onAdmit?.(s.admittedAt, s.cached, s.admittedAt - s.readyAt);
       else if (kind === EV_TOKEN) {
         if (s.generated === 1) s.cb.onFirstToken?.(s.firstTokenMs);
         s.cb.onToken?.(t, s.generated);

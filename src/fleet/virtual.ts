@@ -29,7 +29,7 @@ export interface VirtualRequest {
 /** Callbacks of {@link VirtualFleet.submit}, run from inside `advanceTo`/`runUntilIdle`. */
 export interface VirtualCallbacks {
   /** Admitted by the instance's scheduler, with its cache hit. */
-  onAdmit?(tMs: number, cachedTokens: number): void;
+  onAdmit?(tMs: number, cachedTokens: number, queueMs: number): void;
   /** First token produced. */
   onFirstToken?(tMs: number): void;
   /** Last token produced. */

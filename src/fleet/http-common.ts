@@ -1,0 +1,186 @@
+/**
+ * What the protocol handlers (openai-server.ts, sagemaker-server.ts) share: the instance they
+ * serve, body reading, JSON replies, the prefix-router response headers, and one generation
+ * loop that drives the engine and applies the streaming fault knobs.
+ */
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { EngineCallbacks, EngineTicket, VirtualResult } from "./engine.js";
+import type { FaultKnobs } from "./faults.js";
+import { countTokens } from "./tokenizer.js";
+
+/** Maximum request body accepted, bytes. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** A request for one generation, after rendering and validation. */
+export interface GenerationSpec {
+  /** Rendered prompt text. */
+  prompt: string;
+  /** Model (also the prefix-cache namespace). */
+  model: string;
+  /** Tokens to generate. */
+  outputTokens: number;
+}
+
+/** The instance a handler serves (implemented by live.ts). */
+export interface InstanceRuntime {
+  /** Instance id, sent in `x-prefix-router-instance`. */
+  readonly id: string;
+  /** Served models; the first is the default. */
+  readonly models: readonly string[];
+  /** The engine's `maxModelLen`. */
+  readonly maxModelLen: number;
+  /** Output tokens when a request sets no limit. */
+  readonly defaultMaxTokens: number;
+  /** SageMaker production variants (first = default) and inference components → model. */
+  readonly sagemaker: { readonly variants: readonly string[]; readonly inferenceComponents: Readonly<Record<string, string>> };
+  /** Current fault knobs. */
+  currentFaults(): Readonly<FaultKnobs>;
+  /** The instance's seeded random source (fault draws). */
+  random(): number;
+  /** Enqueues a generation now; callbacks run later. Throws FleetError for invalid requests. */
+  submit(spec: GenerationSpec, callbacks: EngineCallbacks): { ticket: EngineTicket; arrivalMs: number };
+  /** A fresh per-instance sequence number for response ids. */
+  nextSequence(): number;
+  /** Wall-clock ms for `created` timestamps. */
+  wallClockMs(): number;
+  /** Prometheus text of this instance. */
+  metricsText(): string;
+}
+
+/** Reads the whole body; rejects past {@link MAX_BODY_BYTES}. */
+export function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new Error(`request body larger than ${MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+/** Parses JSON, returning `undefined` (not throwing) on malformed input. */
+export function parseJson(buf: Buffer): unknown {
+  try {
+    return JSON.parse(buf.toString("utf8")) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes a complete JSON response. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** The headers that say which instance served a response and what it cost. */
+export function servedHeaders(
+  rt: InstanceRuntime,
+  info?: { promptTokens: number; cachedTokens: number; ttftMs: number; queueMs: number },
+): Record<string, string> {
+  const h: Record<string, string> = { "x-prefix-router-instance": rt.id };
+  if (info) {
+    h["x-prefix-router-prompt-tokens"] = String(info.promptTokens);
+    h["x-prefix-router-cached-tokens"] = String(info.cachedTokens);
+    h["x-prefix-router-ttft-ms"] = info.ttftMs.toFixed(3);
+    h["x-prefix-router-queue-ms"] = info.queueMs.toFixed(3);
+  }
+  return h;
+}
+
+/** Usage in OpenAI's shape with vLLM's `prompt_tokens_details.cached_tokens`. */
+export function usageOf(r: { promptTokens: number; cachedTokens: number; outputTokens: number }): Record<string, unknown> {
+  return {
+    prompt_tokens: r.promptTokens,
+    total_tokens: r.promptTokens + r.outputTokens,
+    completion_tokens: r.outputTokens,
+    prompt_tokens_details: { cached_tokens: r.cachedTokens },
+  };
+}
+
+/** First-token information passed to {@link GenerationHandlers.onFirstToken}. */
+export interface FirstTokenInfo {
+  promptTokens: number;
+  cachedTokens: number;
+  ttftMs: number;
+  queueMs: number;
+}
+
+/** Protocol-specific writers called by {@link runGeneration}. */
+export interface GenerationHandlers {
+  /** Streaming: the first token exists (write the status and headers now). */
+  onFirstToken?(info: FirstTokenInfo): void;
+  /** Streaming: token `index` (0-based) was generated; `last` on the final one. */
+  onToken?(index: number, last: boolean): void;
+  /** The generation finished normally. */
+  onDone(result: VirtualResult): void;
+  /** Streaming: the `streamErrorRate` fault fired; write an in-band error and end. */
+  onStreamError?(generated: number): void;
+}
+
+/**
+ * Submits a generation and calls `h` as the engine produces tokens. Streaming responses get
+ * the `resetStreamRate` and `streamErrorRate` faults half-way through; a client that goes away
+ * aborts the request in the engine (as vLLM does).
+ */
+export function runGeneration(
+  rt: InstanceRuntime,
+  res: ServerResponse,
+  spec: GenerationSpec,
+  stream: boolean,
+  h: GenerationHandlers,
+): void {
+  const faults = rt.currentFaults();
+  const half = Math.ceil(spec.outputTokens / 2);
+  const resetAt = stream && faults.resetStreamRate > 0 && rt.random() < faults.resetStreamRate ? half : 0;
+  const errorAt = stream && faults.streamErrorRate > 0 && rt.random() < faults.streamErrorRate ? half : 0;
+  const promptTokens = countTokens(spec.prompt);
+  let finished = false;
+  let cached = 0;
+  let queued = 0;
+  const callbacks: EngineCallbacks = {
+    onAdmit(_t, c, q) {
+      cached = c;
+      queued = q;
+    },
+    onDone(r) {
+      if (finished) return;
+      finished = true;
+      h.onDone(r);
+    },
+  };
+  if (stream) {
+    callbacks.onToken = (t, g) => {
+      if (finished) return;
+      if (g === 1) h.onFirstToken?.({ promptTokens, cachedTokens: cached, ttftMs: t - started.arrivalMs, queueMs: queued });
+      h.onToken?.(g - 1, g === spec.outputTokens);
+      if (g === spec.outputTokens) return;
+      if (g === resetAt) {
+        finished = true;
+        started.ticket.cancel();
+        res.socket?.destroy();
+      } else if (g === errorAt) {
+        finished = true;
+        started.ticket.cancel();
+        h.onStreamError?.(g);
+      }
+    };
+  }
+  const started = rt.submit(spec, callbacks);
+  res.on("close", () => {
+    if (!finished) {
+      finished = true;
+      started.ticket.cancel();
+    }
+  });
+}

@@ -1,0 +1,375 @@
+/**
+ * Live mode: each emulated instance is an HTTP server on loopback (Node's `http`) that speaks
+ * the OpenAI/vLLM and SageMaker Runtime protocols, in front of the same engine state machine
+ * virtual.ts drives. Here the engine is advanced by timers: model time =
+ * (wall-clock elapsed since start) / `timeScale`, and after every change the driver sets one
+ * timer for the engine's next event, `(next − now) · timeScale` wall-clock ms away. Event times
+ * come from the model, not from when a timer fires, so a late timer delays delivery but not
+ * the times and cache accounting the engine reports.
+ */
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import type { EngineConfig } from "./config.js";
+import { Engine, type EngineCallbacks, type EngineTicket } from "./engine.js";
+import { FleetError } from "./errors.js";
+import { applyFaults, DEFAULT_FAULTS, type FaultKnobs } from "./faults.js";
+import { sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
+import { renderMetrics } from "./metrics.js";
+import { handleOpenAI } from "./openai-server.js";
+import { createRandom, type RandomSource } from "./random.js";
+import { handleSageMaker } from "./sagemaker-server.js";
+import { blockKeys, countTokens } from "./tokenizer.js";
+import { defaultInstanceIds, toInstanceStats, type InstanceStats } from "./virtual.js";
+
+/** The model served when `models` is not given. */
+export const DEFAULT_MODEL = "meta-llama/Llama-3.1-70B-Instruct";
+
+/** Options of {@link startFleet}. */
+export interface StartFleetOptions {
+  /** Number of instances (ids `i0`, `i1`, ...) or their ids. */
+  instances: number | readonly string[];
+  /**
+   * Wall-clock ms per model ms: 1 is real time, 0.01 runs 100 times faster (tests, demos).
+   * @default 1
+   */
+  timeScale?: number;
+  /** Engine parameters for every instance; missing ones take `DEFAULT_ENGINE_CONFIG`. */
+  engine?: Partial<EngineConfig>;
+  /** Per-instance engine overrides, applied over `engine`. */
+  instanceEngine?: Readonly<Record<string, Partial<EngineConfig>>>;
+  /** Interface to listen on. @default "127.0.0.1" */
+  host?: string;
+  /** Port of the first instance; instance `i` listens on `port + i`. 0 = ephemeral ports. @default 0 */
+  port?: number;
+  /** Served model names; the first is the default. @default [DEFAULT_MODEL] */
+  models?: readonly string[];
+  /** Output tokens when a request sets no limit. @default 64 */
+  defaultMaxTokens?: number;
+  /** Seed of the fault draws (and `stepJitter`). @default 0 */
+  seed?: number;
+  /** SageMaker settings. */
+  sagemaker?: {
+    /** Production variants; the first answers requests without a target variant. @default ["AllTraffic"] */
+    variants?: readonly string[];
+    /** Inference component name → model it hosts. @default {} */
+    inferenceComponents?: Readonly<Record<string, string>>;
+  };
+  /** Monotonic clock in ms driving model time. @default performance */
+  clock?: { now(): number };
+  /** Wall clock in ms for `created` timestamps. @default Date.now */
+  wallClock?: () => number;
+}
+
+/** One running instance. */
+export interface LiveInstance {
+  /** Instance id (also in the `x-prefix-router-instance` response header). */
+  readonly id: string;
+  /** Base URL, `http://127.0.0.1:PORT` (the OpenAI client's `baseURL` is this + `/v1`). */
+  readonly url: string;
+  /** Listening port. */
+  readonly port: number;
+  /** Current fault knobs. */
+  readonly faults: Readonly<FaultKnobs>;
+  /** Changes fault knobs; resolves once `down` took effect (server closed or listening again). */
+  setFaults(patch: Partial<FaultKnobs>): Promise<void>;
+  /** Counters of this instance. */
+  stats(): InstanceStats;
+  /** Prometheus text, as served on `/metrics`. */
+  metrics(): string;
+  /** The engine behind the server (read-only use). */
+  readonly engine: Engine;
+}
+
+/** A running fleet. */
+export interface LiveFleet {
+  /** The instances, in id order given. */
+  readonly instances: readonly LiveInstance[];
+  /** Base URLs of the instances. */
+  readonly urls: readonly string[];
+  /** The instance with this id. @throws FleetError `UNKNOWN_INSTANCE` */
+  instance(id: string): LiveInstance;
+  /** Counters per instance. */
+  stats(): Record<string, InstanceStats>;
+  /** Closes every server and connection; pending requests are dropped. */
+  stop(): Promise<void>;
+}
+
+/** Drives one engine from timers (see the file header). */
+class TimerDriver {
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private stopped = false;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly timeScale: number,
+    private readonly clock: { now(): number },
+    private readonly startMs: number,
+  ) {}
+
+  modelNow(): number {
+    return (this.clock.now() - this.startMs) / this.timeScale;
+  }
+
+  submit(req: Parameters<Engine["enqueue"]>[0], cb: EngineCallbacks): { ticket: EngineTicket; arrivalMs: number } {
+    const now = this.modelNow();
+    this.engine.advanceTo(now);
+    const arrivalMs = Math.max(now, this.engine.now);
+    const inner = this.engine.enqueue(req, cb, arrivalMs);
+    this.schedule();
+    return {
+      arrivalMs,
+      ticket: {
+        cancel: () => {
+          const was = inner.cancel();
+          this.schedule();
+          return was;
+        },
+      },
+    };
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const next = this.engine.nextEventMs();
+    if (next === this.timerAt) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = next;
+    if (next === Infinity) return;
+    const delay = Math.max(0, (next - this.modelNow()) * this.timeScale);
+    this.timer = setTimeout(() => this.tick(), delay);
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    this.timerAt = Infinity;
+    this.engine.advanceTo(this.modelNow());
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+class Instance implements LiveInstance, InstanceRuntime {
+  readonly engine: Engine;
+  readonly models: readonly string[];
+  readonly maxModelLen: number;
+  readonly defaultMaxTokens: number;
+  readonly sagemaker: InstanceRuntime["sagemaker"];
+  port = 0;
+  private knobs: FaultKnobs = { ...DEFAULT_FAULTS };
+  private readonly server: Server;
+  private readonly driver: TimerDriver;
+  private readonly rng: RandomSource;
+  private sequence = 0;
+  private listening = false;
+
+  constructor(
+    readonly id: string,
+    private readonly host: string,
+    engine: Engine,
+    driver: TimerDriver,
+    rng: RandomSource,
+    private readonly opts: { models: readonly string[]; defaultMaxTokens: number; sagemaker: InstanceRuntime["sagemaker"]; wallClock: () => number },
+  ) {
+    this.engine = engine;
+    this.driver = driver;
+    this.rng = rng;
+    this.models = opts.models;
+    this.maxModelLen = engine.config.maxModelLen;
+    this.defaultMaxTokens = opts.defaultMaxTokens;
+    this.sagemaker = opts.sagemaker;
+    this.server = createServer((req, res) => this.handle(req, res));
+    this.server.keepAliveTimeout = 5_000;
+  }
+
+  get url(): string {
+    return `http://${this.host.includes(":") ? `[${this.host}]` : this.host}:${this.port}`;
+  }
+
+  get faults(): Readonly<FaultKnobs> {
+    return { ...this.knobs };
+  }
+
+  async listen(port: number): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.server.once("error", onError);
+      this.server.listen(port, this.host, () => {
+        this.server.off("error", onError);
+        resolve();
+      });
+    });
+    this.port = (this.server.address() as AddressInfo).port;
+    this.listening = true;
+  }
+
+  async close(): Promise<void> {
+    if (!this.listening) return;
+    this.listening = false;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  async setFaults(patch: Partial<FaultKnobs>): Promise<void> {
+    const next = applyFaults(this.knobs, patch);
+    this.engine.setSlowdown(next.slowdown);
+    const wasDown = this.knobs.down;
+    this.knobs = next;
+    if (next.down && !wasDown) await this.close();
+    else if (!next.down && wasDown) await this.listen(this.port);
+  }
+
+  stats(): InstanceStats {
+    return toInstanceStats(this.engine.stats(), false);
+  }
+
+  metrics(): string {
+    return renderMetrics({ modelName: this.models[0]!, instanceId: this.id, stats: this.engine.stats(), ttft: this.engine.ttftHistogram() });
+  }
+
+  // InstanceRuntime
+  currentFaults(): Readonly<FaultKnobs> {
+    return this.knobs;
+  }
+
+  random(): number {
+    return this.rng();
+  }
+
+  nextSequence(): number {
+    return ++this.sequence;
+  }
+
+  wallClockMs(): number {
+    return this.opts.wallClock();
+  }
+
+  metricsText(): string {
+    return this.metrics();
+  }
+
+  submit(spec: GenerationSpec, callbacks: EngineCallbacks): { ticket: EngineTicket; arrivalMs: number } {
+    return this.driver.submit(
+      {
+        id: this.sequence,
+        promptTokens: countTokens(spec.prompt),
+        blockKeys: blockKeys(spec.prompt, this.engine.config.blockSizeTokens, spec.model),
+        outputTokens: spec.outputTokens,
+      },
+      callbacks,
+    );
+  }
+
+  stopDriver(): void {
+    this.driver.stop();
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? "/").split("?")[0]!;
+    try {
+      if (handleOpenAI(this, req, res, path)) return;
+      if (handleSageMaker(this, req, res, path)) return;
+      sendJson(res, 404, { error: { message: `No route for ${req.method ?? "GET"} ${path}`, type: "NotFoundError", param: null, code: 404 } }, {
+        "x-prefix-router-instance": this.id,
+      });
+    } catch (err) {
+      if (!res.headersSent) sendJson(res, 500, { error: { message: String(err), type: "InternalServerError", param: null, code: 500 } });
+      else res.destroy();
+    }
+  }
+}
+
+/**
+ * Starts an emulated fleet: one HTTP server per instance on `host` (default 127.0.0.1), each
+ * serving the OpenAI/vLLM and SageMaker Runtime APIs (see docs/fleet.md).
+ * @example
+ * const fleet = await startFleet({ instances: 3, timeScale: 0.01 });
+ * const client = new OpenAI({ baseURL: `${fleet.urls[0]}/v1`, apiKey: "x" });
+ * // ...
+ * await fleet.stop();
+ */
+export async function startFleet(options: StartFleetOptions): Promise<LiveFleet> {
+  const ids = typeof options.instances === "number" ? defaultInstanceIds(options.instances) : [...options.instances];
+  if (ids.length === 0 || new Set(ids).size !== ids.length) {
+    throw new FleetError("INVALID_ARGUMENT", "Expected `instances` to be a count or a list of distinct ids");
+  }
+  const timeScale = options.timeScale ?? 1;
+  if (typeof timeScale !== "number" || !Number.isFinite(timeScale) || timeScale <= 0) {
+    throw new FleetError("INVALID_ARGUMENT", `Expected \`timeScale\` to be a finite number > 0, got ${String(timeScale)}`);
+  }
+  const port = options.port ?? 0;
+  if (!Number.isSafeInteger(port) || port < 0 || port + ids.length - 1 > 65535) {
+    throw new FleetError("INVALID_ARGUMENT", `Expected \`port\` to be 0 or a port with room for ${ids.length} instances, got ${String(port)}`);
+  }
+  const models = options.models ?? [DEFAULT_MODEL];
+  if (models.length === 0 || models.some((m) => typeof m !== "string" || m.length === 0)) {
+    throw new FleetError("INVALID_ARGUMENT", "Expected `models` to be a non-empty list of names");
+  }
+  const defaultMaxTokens = options.defaultMaxTokens ?? 64;
+  if (!Number.isSafeInteger(defaultMaxTokens) || defaultMaxTokens < 1) {
+    throw new FleetError("INVALID_ARGUMENT", `Expected \`defaultMaxTokens\` to be an integer ≥ 1, got ${String(defaultMaxTokens)}`);
+  }
+  const variants = options.sagemaker?.variants ?? ["AllTraffic"];
+  const inferenceComponents = options.sagemaker?.inferenceComponents ?? {};
+  for (const [name, model] of Object.entries(inferenceComponents)) {
+    if (!models.includes(model)) {
+      throw new FleetError("INVALID_ARGUMENT", `Inference component \`${name}\` hosts \`${model}\`, which is not in \`models\``);
+    }
+  }
+  if (variants.length === 0) throw new FleetError("INVALID_ARGUMENT", "Expected `sagemaker.variants` to name at least one variant");
+  const host = options.host ?? "127.0.0.1";
+  const clock = options.clock ?? performance;
+  const wallClock = options.wallClock ?? Date.now;
+  const seed = options.seed ?? 0;
+  const startMs = clock.now();
+  const instances = ids.map((id, i) => {
+    const engine = new Engine({
+      id,
+      config: { ...options.engine, ...options.instanceEngine?.[id] },
+      random: createRandom((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0),
+    });
+    const driver = new TimerDriver(engine, timeScale, clock, startMs);
+    const rng = createRandom((seed ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0);
+    return new Instance(id, host, engine, driver, rng, {
+      models,
+      defaultMaxTokens,
+      sagemaker: { variants, inferenceComponents },
+      wallClock,
+    });
+  });
+  const stop = async (): Promise<void> => {
+    for (const inst of instances) inst.stopDriver();
+    await Promise.all(instances.map((inst) => inst.close()));
+  };
+  try {
+    for (let i = 0; i < instances.length; i++) await instances[i]!.listen(port === 0 ? 0 : port + i);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const byId = new Map(instances.map((inst) => [inst.id, inst]));
+  return {
+    instances,
+    urls: instances.map((inst) => inst.url),
+    instance(id) {
+      const inst = byId.get(id);
+      if (inst === undefined) throw new FleetError("UNKNOWN_INSTANCE", `No instance \`${id}\``);
+      return inst;
+    },
+    stats() {
+      const out: Record<string, InstanceStats> = {};
+      for (const inst of instances) out[inst.id] = inst.stats();
+      return out;
+    },
+    stop,
+  };
+}
