@@ -1,0 +1,54 @@
+/**
+ * How a failed SageMaker Runtime call is judged: may it go to the key's next target, and what
+ * does it say about the target (passive ejection)? Connection failures are judged exactly as the
+ * OpenAI adapter judges them (same codes, same code).
+ *
+ * Retried, because the model never ran the request:
+ * - a connection failure before any response (refused, reset, DNS, unreachable, connect
+ *   timeout: the OpenAI adapter's `RETRYABLE_CODES`);
+ * - `ServiceUnavailable` (503) and `ModelNotReadyException`: SageMaker's own "not now, try
+ *   again" answers.
+ *
+ * Never retried: anything once the response began (the SDK marks such errors with `$response`),
+ * `InternalFailure`, `ModelError` (the model ran and failed), validation errors, timeouts, a
+ * failing response stream, aborts. Errors are told apart by `name` / `code` / `$fault`, never by
+ * message text.
+ */
+import type { AttemptFailure } from "../internal/attempts.js";
+import { RETRYABLE_CODES, connectionCode } from "../openai/failures.js";
+
+/** SageMaker error names that mean the request did not run and may go elsewhere. */
+const RETRYABLE_NAMES: ReadonlySet<string> = new Set(["ServiceUnavailable", "ModelNotReadyException"]);
+
+/** Errors a response stream raises mid-response: the target failed while serving. */
+const STREAM_FAILURES: ReadonlySet<string> = new Set(["ModelStreamError", "InternalStreamFailure"]);
+
+/** Judges one failed attempt, or a response stream that failed. */
+export function judgeSageMakerError(error: unknown): AttemptFailure {
+  if (error === null || typeof error !== "object") return { retry: false, outcome: "cancelled" };
+  const e = error as { name?: unknown; $fault?: unknown; $metadata?: { httpStatusCode?: unknown }; $response?: unknown };
+  const name = typeof e.name === "string" ? e.name : "";
+  if (name === "AbortError") return { retry: false, outcome: "cancelled" };
+  if (RETRYABLE_NAMES.has(name)) return { retry: true, outcome: "server-error" };
+  if (STREAM_FAILURES.has(name)) return { retry: false, outcome: "server-error" };
+
+  const code = connectionCode(error);
+  if (code !== undefined) {
+    // `$response` is set once headers arrived: the body broke off, the model may have run.
+    return { retry: RETRYABLE_CODES.has(code) && e.$response === undefined, outcome: "connect-error" };
+  }
+  if (name === "TimeoutError") return { retry: false, outcome: "server-error" };
+
+  if (name === "ModelError") {
+    // The model container answered; its own status says whose fault it was.
+    const original = (error as { OriginalStatusCode?: unknown }).OriginalStatusCode;
+    const clientFault = typeof original === "number" && original >= 400 && original < 500;
+    return { retry: false, outcome: clientFault ? "client-error" : "server-error" };
+  }
+  const status = typeof e.$metadata?.httpStatusCode === "number" ? e.$metadata.httpStatusCode : undefined;
+  if (e.$fault === "server" || (status !== undefined && status >= 500)) return { retry: false, outcome: "server-error" };
+  if (e.$fault === "client" || (status !== undefined && status >= 400)) return { retry: false, outcome: "client-error" };
+  // No server answered and no known network code (a local bug, missing credentials, …): it says
+  // nothing about the target, so it neither ejects nor heals it.
+  return { retry: false, outcome: "cancelled" };
+}

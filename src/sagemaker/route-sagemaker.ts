@@ -1,0 +1,340 @@
+/**
+ * Routes SageMaker Runtime traffic: `routeSageMaker(client, options)` returns a drop-in for the
+ * user's `SageMakerRuntimeClient` whose `send` picks a target (endpoint, production variant,
+ * inference component) for every `InvokeEndpointCommand` and
+ * `InvokeEndpointWithResponseStreamCommand`, in bytes mode over the canonical body.
+ *
+ * Why a wrapper and not middleware on the client's stack: a target may carry its own client
+ * (another region or account), which a middleware inside one client's stack cannot switch to; a
+ * retry must re-run the whole stack (signing, endpoint resolution) for another endpoint; the
+ * lease must outlive `send` for streams; and the user's client object is left untouched, so
+ * wrapping twice never routes twice. The returned object is a Proxy of the client: `config`,
+ * `middlewareStack`, `destroy`, `instanceof` and the aggregated `SageMakerRuntime` methods behave
+ * as before; only `send` (with its callback forms) is routed, and `router` is added.
+ *
+ * Per attempt the command is re-created as an object that inherits from the user's command with
+ * its own `input` and a clone of the command's middleware stack: the user's command is never
+ * mutated and can be sent again.
+ */
+import type {
+  InvokeEndpointCommandOutput,
+  InvokeEndpointWithResponseStreamCommandOutput,
+  SageMakerRuntimeClient,
+} from "@aws-sdk/client-sagemaker-runtime";
+import { withAttempts } from "../internal/attempts.js";
+import { checkInteger, describe } from "../internal/validate.js";
+import { type Lease, type RouteRequest, type Router, type RouterOptions, type TargetSpec, createRouter, validateTargets } from "../router.js";
+import { prepareBody, readBody, usageOfBody } from "./body.js";
+import { judgeSageMakerError } from "./errors.js";
+import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../openai/routed-fetch.js";
+import { LeasedEventStream, type StreamRegistry, newStreamRegistry } from "./stream.js";
+
+/**
+ * A SageMaker destination: an endpoint, optionally one production variant of it or one
+ * inference component on it. Its fields replace the command's `EndpointName`, `TargetVariant`
+ * and `InferenceComponentName`; a field left out here is removed from the command.
+ */
+export interface SageMakerTarget extends TargetSpec {
+  /** The endpoint's name (`EndpointName`). Non-empty. */
+  readonly endpointName: string;
+  /**
+   * The production variant (`TargetVariant`).
+   * @default undefined — SageMaker picks a variant by its weights
+   */
+  readonly targetVariant?: string;
+  /**
+   * The inference component (`InferenceComponentName`).
+   * @default undefined — the endpoint's model
+   */
+  readonly inferenceComponentName?: string;
+  /**
+   * The client that sends to this target, for an endpoint in another region or account. It is
+   * used as is and never destroyed by the routed client.
+   * @default the client passed to {@link routeSageMaker}
+   */
+  readonly client?: SageMakerRuntimeClient;
+}
+
+/** Options of {@link routeSageMaker}: the router's options (bytes mode is fixed) and the adapter's. */
+export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode"> {
+  /** The targets. Ids non-empty and unique; each with a non-empty `endpointName`. */
+  targets: readonly SageMakerTarget[];
+  /**
+   * Send a JSON body (content type JSON or absent) as its canonical JSON, so that SageMaker's
+   * own byte-prefix routing sees identical bytes for equivalent requests. Non-JSON bodies are
+   * always sent untouched.
+   * @default true
+   */
+  canonicalizeBody?: boolean;
+  /**
+   * Targets one request may try, the first included, from 1 to 16 (as the OpenAI adapter's
+   * `attempts`). A request goes to the key's next target only when the model never ran it (a
+   * connection failure before any response, `ServiceUnavailable`, `ModelNotReadyException`),
+   * never once the response began. The SDK client's own retries (its `maxAttempts`) happen
+   * first, inside each attempt, on the same target.
+   * @default 2 ({@link DEFAULT_ATTEMPTS}, shared with the OpenAI adapter)
+   */
+  attempts?: number;
+}
+
+/** The user's client, routed: everything it was, plus the router behind `send`. */
+export type RoutedSageMakerClient<C extends SageMakerRuntimeClient = SageMakerRuntimeClient> = C & {
+  /** The router: `stats()`, `rank()`, `setTargets()` (targets validated as SageMaker targets). */
+  readonly router: Router<SageMakerTarget>;
+};
+
+/**
+ * The header SageMaker reads the tenant id (`PrefixAwareId`) from. SDK versions whose model
+ * predates `PrefixAwareId` drop the input field; the routed client then sets this header itself.
+ */
+export const PREFIX_AWARE_ID_HEADER = "X-Amzn-SageMaker-Prefix-Aware-Id";
+
+/**
+ * Wraps an existing `SageMakerRuntimeClient` (or `SageMakerRuntime`) so that every
+ * `InvokeEndpointCommand` and `InvokeEndpointWithResponseStreamCommand` it sends is routed to
+ * the target most likely to hold the body's prefix in cache. Other commands pass through.
+ *
+ * - Routing input: the first `prefixLength` bytes of the canonical JSON body (raw bytes for
+ *   non-JSON bodies); `PrefixAwareId` is the tenant and is forwarded unchanged; `TargetModel`
+ *   selects the targets whose `models` list it (targets without `models` serve every model).
+ * - The lease is held until the response has been read: for `InvokeEndpoint` until `send`
+ *   resolves, for a stream until it ends, fails, or the consumer stops iterating.
+ *
+ * @example
+ * const sagemaker = await routeSageMaker(new SageMakerRuntimeClient({ region: "us-east-1" }), {
+ *   targets: [
+ *     { id: "ic-a", endpointName: "llm", inferenceComponentName: "llama-a" },
+ *     { id: "ic-b", endpointName: "llm", inferenceComponentName: "llama-b" },
+ *   ],
+ * });
+ * const out = await sagemaker.send(new InvokeEndpointCommand({ EndpointName: "llm", Body: body, ContentType: "application/json" }));
+ * console.log(sagemaker.router.stats().totals);
+ */
+export async function routeSageMaker<C extends SageMakerRuntimeClient>(
+  client: C,
+  options: RouteSageMakerOptions,
+): Promise<RoutedSageMakerClient<C>> {
+  if (client === null || typeof client !== "object" || typeof (client as { send?: unknown }).send !== "function") {
+    throw new TypeError(`Expected \`client\` to be a SageMakerRuntimeClient (an object with a send() method), got ${describe(client)}`);
+  }
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`Expected routeSageMaker options to be an object, got ${describe(options)}`);
+  }
+  const { canonicalizeBody = true, attempts = DEFAULT_ATTEMPTS, ...routerOptions } = options;
+  if (typeof canonicalizeBody !== "boolean") {
+    throw new TypeError(`Expected \`canonicalizeBody\` to be a boolean, got ${describe(canonicalizeBody)}`);
+  }
+  checkInteger("attempts", attempts, 1, MAX_ATTEMPTS);
+  const mode = (routerOptions as { mode?: unknown }).mode;
+  if (mode !== undefined && mode !== "bytes") {
+    throw new RangeError(`Expected \`mode\` to be "bytes" (SageMaker's Invoke API routes on body bytes) or absent, got ${describe(mode)}`);
+  }
+  validateSageMakerTargets(options.targets);
+  const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
+  const router = sageMakerRouter(core);
+  const send = routedSend(client, core, canonicalizeBody, attempts, newStreamRegistry());
+
+  return new Proxy(client, {
+    get(target, property, receiver) {
+      if (property === "send") return send;
+      if (property === "router" || property === ROUTER) return router;
+      return Reflect.get(target, property, receiver);
+    },
+    has(target, property) {
+      return property === "router" || property === ROUTER || Reflect.has(target, property);
+    },
+  }) as RoutedSageMakerClient<C>;
+}
+
+/** The core router with `setTargets` checking SageMaker fields too. */
+function sageMakerRouter(core: Router<SageMakerTarget>): Router<SageMakerTarget> {
+  return Object.freeze({
+    strategy: core.strategy,
+    mode: core.mode,
+    prefixLength: core.prefixLength,
+    concurrencyThreshold: core.concurrencyThreshold,
+    route: core.route.bind(core),
+    rank: core.rank.bind(core),
+    targets: core.targets.bind(core),
+    stats: core.stats.bind(core),
+    setTargets(targets: readonly SageMakerTarget[]): void {
+      validateSageMakerTargets(targets);
+      core.setTargets(targets);
+    },
+  });
+}
+
+function validateSageMakerTargets(targets: unknown): void {
+  validateTargets(targets);
+  (targets as unknown[]).forEach((t, i) => {
+    const { endpointName, targetVariant, inferenceComponentName, client } = t as Partial<SageMakerTarget>;
+    if (typeof endpointName !== "string" || endpointName.length === 0) {
+      throw new TypeError(`Expected \`targets[${i}].endpointName\` to be a non-empty string, got ${describe(endpointName)}`);
+    }
+    for (const [name, value] of [
+      ["targetVariant", targetVariant],
+      ["inferenceComponentName", inferenceComponentName],
+    ] as const) {
+      if (value !== undefined && (typeof value !== "string" || value.length === 0)) {
+        throw new TypeError(`Expected \`targets[${i}].${name}\` to be a non-empty string or absent, got ${describe(value)}`);
+      }
+    }
+    if (client !== undefined && (client === null || typeof client !== "object" || typeof client.send !== "function")) {
+      throw new TypeError(`Expected \`targets[${i}].client\` to be a SageMakerRuntimeClient or absent, got ${describe(client)}`);
+    }
+  });
+}
+
+type Operation = "InvokeEndpoint" | "InvokeEndpointWithResponseStream";
+
+/** The commands as the adapter sees them: an input and a middleware stack it can clone. */
+interface CommandLike {
+  input: Record<string, unknown>;
+  middlewareStack?: { clone?: () => StackLike };
+}
+
+interface StackLike {
+  add(middleware: unknown, options: { step: string; name: string; override?: boolean }): void;
+}
+
+type LooseSend = (command: unknown, optionsOrCallback?: unknown, callback?: unknown) => unknown;
+type Callback = (error: unknown, output?: unknown) => void;
+
+const SAGEMAKER_RUNTIME_NAMESPACE = "com.amazonaws.sagemakerruntime";
+
+/**
+ * Which routed operation a command is, if any: from its operation schema (`[9, namespace, name,
+ * …]`), or, for SDK versions without schemas, from its class name.
+ */
+function operationOf(command: unknown): Operation | undefined {
+  if (command === null || typeof command !== "object") return undefined;
+  const input = (command as { input?: unknown }).input;
+  if (input === null || typeof input !== "object") return undefined;
+  const schema = (command as { schema?: unknown }).schema;
+  let name: unknown;
+  if (Array.isArray(schema)) {
+    if (schema[0] !== 9 || schema[1] !== SAGEMAKER_RUNTIME_NAMESPACE) return undefined;
+    name = schema[2];
+  } else {
+    const ctor = (command as { constructor?: { name?: unknown } }).constructor;
+    name = typeof ctor?.name === "string" ? ctor.name.replace(/Command$/, "") : undefined;
+  }
+  return name === "InvokeEndpoint" || name === "InvokeEndpointWithResponseStream" ? name : undefined;
+}
+
+function routedSend(
+  client: SageMakerRuntimeClient,
+  router: Router<SageMakerTarget>,
+  canonicalizeBody: boolean,
+  attempts: number,
+  registry: StreamRegistry,
+): LooseSend {
+  const passThrough = client.send.bind(client) as LooseSend;
+
+  const invoke = async (command: CommandLike, operation: Operation, sendOptions: unknown): Promise<unknown> => {
+    const input = command.input;
+    const { routing, wire } = prepareBody(await readBody(input.Body), input.ContentType, canonicalizeBody);
+    const tenant = input.PrefixAwareId;
+    const model = input.TargetModel;
+    const request: RouteRequest = {
+      body: routing,
+      ...(tenant === undefined ? {} : { tenant: tenant as string }),
+      ...(model === undefined ? {} : { model: model as string }),
+    };
+    return withAttempts(
+      router,
+      request,
+      attempts,
+      async (lease) => {
+        const attempt = attemptCommand(command, retarget(input, lease.target, wire));
+        const sender = (lease.target.client ?? client).send.bind(lease.target.client ?? client) as LooseSend;
+        const output = await (sender(attempt, sendOptions) as Promise<InvokeEndpointCommandOutput | InvokeEndpointWithResponseStreamCommandOutput>);
+        return operation === "InvokeEndpoint"
+          ? finishResponse(output as InvokeEndpointCommandOutput, lease)
+          : holdStream(output as InvokeEndpointWithResponseStreamCommandOutput, lease, registry);
+      },
+      judgeSageMakerError,
+    );
+  };
+
+  return function send(command: unknown, optionsOrCallback?: unknown, callback?: unknown): unknown {
+    const operation = operationOf(command);
+    if (operation === undefined) return passThrough(command, optionsOrCallback, callback);
+    const cb = (typeof optionsOrCallback === "function" ? optionsOrCallback : callback) as Callback | undefined;
+    const sendOptions = typeof optionsOrCallback === "function" ? undefined : optionsOrCallback;
+    const result = invoke(command as CommandLike, operation, sendOptions);
+    if (typeof cb !== "function") return result;
+    result.then(
+      (output) => cb(null, output),
+      (error: unknown) => cb(error),
+    );
+    return undefined;
+  };
+}
+
+/** A copy of the input aimed at `target`; the caller's input object is not touched. */
+function retarget(input: Record<string, unknown>, target: SageMakerTarget, body: string | Uint8Array | undefined): Record<string, unknown> {
+  const next: Record<string, unknown> = { ...input, EndpointName: target.endpointName, Body: body };
+  if (target.targetVariant === undefined) delete next.TargetVariant;
+  else next.TargetVariant = target.targetVariant;
+  if (target.inferenceComponentName === undefined) delete next.InferenceComponentName;
+  else next.InferenceComponentName = target.inferenceComponentName;
+  return next;
+}
+
+/**
+ * The command for one attempt: inherits everything from the user's command (class, schema,
+ * serializers) but has its own input and its own copy of the command's middleware stack, to
+ * which the SDK adds its per-send plugins.
+ */
+function attemptCommand(command: CommandLike, input: Record<string, unknown>): object {
+  const attempt = Object.create(command) as CommandLike;
+  Object.defineProperty(attempt, "input", { value: input, writable: true, enumerable: true, configurable: true });
+  const stack = typeof command.middlewareStack?.clone === "function" ? command.middlewareStack.clone() : undefined;
+  if (stack !== undefined) {
+    stack.add(prefixAwareIdHeader, { step: "build", name: "prefixRouterPrefixAwareIdHeader", override: true });
+    Object.defineProperty(attempt, "middlewareStack", { value: stack, writable: true, enumerable: true, configurable: true });
+  }
+  return attempt;
+}
+
+const PREFIX_AWARE_ID_HEADER_LOWER = PREFIX_AWARE_ID_HEADER.toLowerCase();
+
+/**
+ * Build-step middleware (before signing): an SDK version whose model predates `PrefixAwareId`
+ * drops the field; this puts it on the request as SageMaker's header. A no-op when the SDK
+ * serialized it already. Reads the tenant from the input, so a handler the client cached for an
+ * earlier command stays correct.
+ */
+function prefixAwareIdHeader(next: (args: unknown) => Promise<unknown>): (args: unknown) => Promise<unknown> {
+  return (args) => {
+    const { input, request } = args as { input?: { PrefixAwareId?: unknown }; request?: { headers?: Record<string, string> } };
+    const tenant = input?.PrefixAwareId;
+    const headers = request?.headers;
+    if (typeof tenant === "string" && headers !== null && typeof headers === "object") {
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === PREFIX_AWARE_ID_HEADER_LOWER)) headers[PREFIX_AWARE_ID_HEADER] = tenant;
+    }
+    return next(args);
+  };
+}
+
+/** `InvokeEndpoint`: the SDK has read the whole body when `send` resolves. */
+function finishResponse(output: InvokeEndpointCommandOutput, lease: Lease<SageMakerTarget>): InvokeEndpointCommandOutput {
+  lease.firstByte();
+  lease.release("success", usageOfBody(output.Body));
+  return output;
+}
+
+/** `InvokeEndpointWithResponseStream`: the lease moves into the stream. */
+function holdStream(
+  output: InvokeEndpointWithResponseStreamCommandOutput,
+  lease: Lease<SageMakerTarget>,
+  registry: StreamRegistry,
+): InvokeEndpointWithResponseStreamCommandOutput {
+  if (output.Body === undefined) {
+    lease.release("success");
+    return output;
+  }
+  output.Body = new LeasedEventStream(output.Body, lease, registry);
+  return output;
+}
