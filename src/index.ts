@@ -41,3 +41,9 @@ export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRe
 export { TARGET_HEADER } from "./openai/body.js";
 export { getRouter, routeOpenAI } from "./openai/client.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
+export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";
+export type {
+  RouteSageMakerOptions,
+  RoutedSageMakerClient,
+  SageMakerTarget,
+} from "./sagemaker/route-sagemaker.js";
