@@ -1,0 +1,215 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, isRouterError, routingInput } from "prefix-router";
+import { truncateCodePoints } from "../src/routing-input.js";
+
+const enc = new TextEncoder();
+const bytes = (body: unknown, prefixLength = 1024) => routingInput(body, { mode: "bytes", prefixLength });
+const text = (body: unknown, prefixLength = 4096) => routingInput(body, { mode: "text", prefixLength });
+const codePoints = (s: string) => [...s].length;
+
+function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    if (isRouterError(error)) return error.code;
+    throw error;
+  }
+  throw new Error("expected a RouterError, nothing was thrown");
+}
+
+describe("bytes mode", () => {
+  const body = { model: "m", messages: [{ role: "user", content: "héllo" }], temperature: 0 };
+  const canonical = enc.encode('{"messages":[{"content":"héllo","role":"user"}],"model":"m","temperature":0}');
+
+  it("reads the canonical JSON bytes of an object, of JSON text and of JSON bytes alike", () => {
+    expect(bytes(body)).toEqual(canonical);
+    const pretty = JSON.stringify({ temperature: 0, messages: body.messages, model: "m" }, null, 2);
+    expect(bytes(pretty)).toEqual(canonical);
+    expect(bytes(enc.encode(pretty))).toEqual(canonical);
+    expect(bytes(Buffer.from(pretty))).toEqual(canonical);
+    expect(bytes(enc.encode(pretty).buffer)).toEqual(canonical);
+    expect(bytes(new DataView(enc.encode(` ${pretty}`).buffer, 1))).toEqual(canonical);
+  });
+
+  it("reads raw bytes for CSV, plain text and binary bodies", () => {
+    const csv = "id,question\n1,what is the refund policy?\n";
+    expect(bytes(csv)).toEqual(enc.encode(csv));
+    expect(bytes(enc.encode(csv))).toEqual(enc.encode(csv));
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00]);
+    expect(bytes(png)).toEqual(png);
+    // Starts like JSON but is not: raw bytes, no error.
+    expect(bytes("123abc")).toEqual(enc.encode("123abc"));
+    expect(bytes('{"a":1')).toEqual(enc.encode('{"a":1'));
+    // Starts like JSON, invalid UTF-8 inside: raw bytes.
+    const broken = new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]);
+    expect(bytes(broken)).toEqual(broken);
+  });
+
+  it("keeps the first prefixLength bytes", () => {
+    const long = { a: "x".repeat(5000), b: 1 };
+    const full = enc.encode(canonicalize(long));
+    expect(bytes(long, 1024)).toEqual(full.subarray(0, 1024));
+    expect(bytes(long, 4096)).toEqual(full.subarray(0, 4096));
+    const raw = new Uint8Array(70_000).map((_, i) => i % 251);
+    expect(bytes(raw, MAX_PREFIX_LENGTH)).toEqual(raw.subarray(0, MAX_PREFIX_LENGTH));
+    expect(bytes(raw, MIN_PREFIX_LENGTH).length).toBe(MIN_PREFIX_LENGTH);
+    // Bytes mode counts bytes: a multi-byte character may be cut.
+    const e = "é".repeat(600); // 1,200 bytes
+    expect(bytes(e, 1025)).toEqual(enc.encode(e).subarray(0, 1025));
+  });
+
+  it("shares the input of bodies with a long shared system prompt and different questions", () => {
+    const system = "You are the support assistant of ACME. Policy: ".padEnd(5000, "lorem ipsum ");
+    const ask = (q: string) => ({ model: "m", messages: [{ role: "system", content: system }, { role: "user", content: q }] });
+    expect(bytes(ask("refunds?"), 4096)).toEqual(bytes(ask("shipping?"), 4096));
+    expect(bytes(ask("refunds?"), 8192)).not.toEqual(bytes(ask("shipping?"), 8192));
+  });
+});
+
+describe("text mode", () => {
+  it("renders chat messages in order with role and content markers", () => {
+    expect(
+      text({
+        model: "m",
+        messages: [
+          { role: "system", content: "S" },
+          { role: "user", name: "bob", content: "Q" },
+        ],
+      }),
+    ).toBe("\u0000msystem\u0000cS\u0000muser\u0000nbob\u0000cQ");
+  });
+
+  it("puts tools first, whatever the key order of the body", () => {
+    const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
+    const expected = `\u0000T${canonicalize(tools)}\u0000muser\u0000chi`;
+    expect(text({ messages: [{ role: "user", content: "hi" }], tools })).toBe(expected);
+    expect(text({ tools, messages: [{ role: "user", content: "hi" }] })).toBe(expected);
+  });
+
+  it("reads text parts of array contents and an identifier for other parts", () => {
+    const body = {
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "look" },
+            { type: "image_url", image_url: { url: "https://x/cat.png", detail: "low" } },
+            { type: "file", file: { file_id: "file-123" } },
+            { type: "file", file: { filename: "a.pdf", file_data: "data:application/pdf;base64,AAA" } },
+            { type: "input_audio", input_audio: { data: "UklGR", format: "wav" } },
+            { type: "refusal", refusal: "no" },
+          ],
+        },
+      ],
+    };
+    expect(text(body)).toBe(
+      "\u0000muser\u0000c\u0000tlook\u0000ghttps://x/cat.png\u0000ffile-123\u0000fa.pdf\u0000fdata:application/pdf;base64,AAA\u0000aUklGR\u0000tno",
+    );
+  });
+
+  it("follows assistant tool calls and tool results", () => {
+    const calls = [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }];
+    const body = {
+      messages: [
+        { role: "assistant", content: null, tool_calls: calls },
+        { role: "tool", tool_call_id: "c1", content: "42" },
+      ],
+    };
+    expect(text(body)).toBe(`\u0000massistant\u0000c\u0000F${canonicalize(calls)}\u0000mtool\u0000c42\u0000Ic1`);
+  });
+
+  it("reads completions `prompt`, responses `instructions` then `input`, embeddings `input`", () => {
+    expect(text({ model: "m", prompt: "Once upon" })).toBe("\u0000pOnce upon");
+    expect(text({ prompt: ["a", "b"] })).toBe("\u0000pa\u0000pb");
+    expect(text({ prompt: [1, 2, 3] })).toBe("\u0000p1\u0000p2\u0000p3");
+    expect(text({ prompt: [[1, 2], [3]] })).toBe("\u0000p[1,2]\u0000p[3]");
+    expect(text({ input: "Q", instructions: "Be brief" })).toBe("\u0000SBe brief\u0000iQ");
+    expect(
+      text({ instructions: "I", input: [{ role: "user", content: [{ type: "input_text", text: "hi" }] }] }),
+    ).toBe("\u0000SI\u0000muser\u0000c\u0000thi");
+    expect(text({ model: "e", input: "embed me" })).toBe("\u0000iembed me");
+    expect(text({ model: "e", input: ["a", "b"] })).toBe("\u0000ia\u0000ib");
+  });
+
+  it("reads JSON text and JSON bytes like the object", () => {
+    const body = { messages: [{ role: "user", content: "hi" }] };
+    expect(text(JSON.stringify(body))).toBe(text(body));
+    expect(text(enc.encode(JSON.stringify(body)))).toBe(text(body));
+  });
+
+  it("rejects bodies it cannot read with typed errors", () => {
+    expect(codeOf(() => text([1, 2]))).toBe("ERR_INVALID_BODY");
+    expect(codeOf(() => text(42))).toBe("ERR_INVALID_BODY");
+    expect(codeOf(() => text(null))).toBe("ERR_INVALID_BODY");
+    expect(codeOf(() => text("not json"))).toBe("ERR_INVALID_JSON");
+    expect(codeOf(() => text(new Uint8Array([0x7b, 0xff, 0x7d])))).toBe("ERR_INVALID_JSON");
+  });
+
+  it("returns an empty input for a body without prompt text", () => {
+    expect(text({ model: "m" })).toBe("");
+  });
+
+  it("counts the prefix in code points and never splits a surrogate pair", () => {
+    const emoji = "😀".repeat(3000);
+    const out = text({ messages: [{ role: "user", content: emoji }] }, 1024);
+    expect(codePoints(out)).toBe(1024);
+    expect(out).toBe(`\u0000muser\u0000c${"😀".repeat(1024 - 8)}`);
+    // The cut falls exactly between the two units of a pair: the pair is kept whole, not split.
+    const ascii = "a".repeat(1024 - 8 - 1);
+    const cut = text({ messages: [{ role: "user", content: `${ascii}😀b` }] }, 1024);
+    expect(cut.endsWith("a😀")).toBe(true);
+    expect(codePoints(cut)).toBe(1024);
+  });
+
+  it("truncateCodePoints keeps exactly n code points, as a prefix, pairs whole (property)", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 60 }), fc.integer({ min: 0, max: 70 }), (s, n) => {
+        const out = truncateCodePoints(s, n);
+        expect(s.startsWith(out)).toBe(true);
+        expect(codePoints(out)).toBe(Math.min(n, codePoints(s)));
+        const last = out.charCodeAt(out.length - 1);
+        const next = s.charCodeAt(out.length);
+        // Never a high surrogate at the end with its low half left behind.
+        expect(last >= 0xd800 && last <= 0xdbff && next >= 0xdc00 && next <= 0xdfff).toBe(false);
+      }),
+    );
+  });
+
+  it("markers cannot be confused with content: content that spells a marker stays distinct", () => {
+    const two = { messages: [{ role: "user", content: "x" }, { role: "user", content: "y" }] };
+    const forged = { messages: [{ role: "user", content: "x\u0000muser\u0000cy" }] };
+    expect(text(forged)).not.toBe(text(two));
+    const named = { messages: [{ role: "user", name: "n", content: "c" }] };
+    const forgedName = { messages: [{ role: "user\u0000nn", content: "c" }] };
+    expect(text(forgedName)).not.toBe(text(named));
+    const part = { messages: [{ role: "user", content: [{ type: "text", text: "a" }] }] };
+    expect(text({ messages: [{ role: "user", content: "\u0000ta" }] })).not.toBe(text(part));
+  });
+
+  it("different message structures give different inputs (property)", () => {
+    // Strings built from NUL and marker letters, so collisions would be easy if escaping failed.
+    const tricky = fc.string({ unit: fc.constantFrom("\u0000", "m", "c", "n", "t", "T", "u", "x"), maxLength: 8 });
+    const message = fc.record(
+      { role: tricky, content: fc.oneof(tricky, fc.array(fc.record({ type: fc.constant("text"), text: tricky }), { maxLength: 3 })), name: tricky },
+      { requiredKeys: ["role", "content"] },
+    );
+    const messages = fc.array(message, { maxLength: 4 });
+    const normalize = (ms: unknown[]) => JSON.stringify(ms, ["role", "name", "content", "type", "text"]);
+    fc.assert(
+      fc.property(messages, messages, (a, b) => {
+        fc.pre(normalize(a) !== normalize(b));
+        expect(text({ messages: a }, MAX_PREFIX_LENGTH)).not.toBe(text({ messages: b }, MAX_PREFIX_LENGTH));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("shares the input of bodies with a long shared system prompt and different questions", () => {
+    const system = "You are the support assistant of ACME. Policy: ".padEnd(5000, "lorem ipsum ");
+    const ask = (q: string) => ({ model: "m", messages: [{ role: "system", content: system }, { role: "user", content: q }] });
+    expect(text(ask("refunds?"), 4096)).toBe(text(ask("what about shipping?"), 4096));
+    expect(codePoints(text(ask("refunds?"), 4096))).toBe(4096);
+    expect(text(ask("refunds?"), 8192)).not.toBe(text(ask("what about shipping?"), 8192));
+  });
+});
