@@ -168,7 +168,9 @@ export function runGeneration(
       if (g === resetAt) {
         finished = true;
         started.ticket.cancel();
-        res.socket?.destroy();
+        // Destroy once what was written is flushed, so the client sees part of the stream.
+        const socket = res.socket;
+        socket?.write(new Uint8Array(0), () => socket.destroy());
       } else if (g === errorAt) {
         finished = true;
         started.ticket.cancel();
