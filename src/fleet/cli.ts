@@ -1,0 +1,94 @@
+/**
+ * The `prefix-router fleet` subcommand: starts a live emulated fleet for trying the SDK by
+ * hand and prints one line per instance. Runs until SIGINT/SIGTERM.
+ */
+
+import { parseArgs } from "node:util";
+import type { EngineConfig } from "./config.js";
+import { isFleetError } from "./errors.js";
+import { DEFAULT_MODEL, startFleet, type LiveFleet } from "./live.js";
+
+/** Where a CLI command writes, and how it waits for the signal to stop (injected for tests). */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  /** Resolves when the process should shut down. */
+  untilStopped(): Promise<void>;
+}
+
+/** Help text of `prefix-router fleet`. */
+export const FLEET_USAGE = `Usage: prefix-router fleet [options]
+
+Starts emulated vLLM-like instances (OpenAI and SageMaker Runtime protocols) on loopback.
+
+Options:
+  --instances <n>           number of instances (default 7)
+  --port <p>                port of the first instance, the next ones follow; 0 = ephemeral (default 8000)
+  --host <addr>             interface to listen on (default 127.0.0.1)
+  --time-scale <x>          wall-clock ms per model ms; 0.1 runs 10x faster (default 1)
+  --model <name>            served model, repeatable; the first is the default (default ${DEFAULT_MODEL})
+  --num-gpu-blocks <n>      KV-cache capacity per instance in 16-token blocks (default 75000)
+  --max-num-seqs <n>        running sequences per instance (default 256)
+  --default-max-tokens <n>  output tokens when a request sets no limit (default 64)
+  --seed <n>                seed of fault draws (default 0)
+  -h, --help                show this help`;
+
+function intOption(values: Record<string, unknown>, name: string): number | undefined {
+  const v = values[name];
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`--${name} expects a number, got ${String(v)}`);
+  return n;
+}
+
+/** Runs `prefix-router fleet` with `argv` (the arguments after `fleet`); returns the exit code. */
+export async function runFleetCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  let fleet: LiveFleet;
+  try {
+    const { values } = parseArgs({
+      args: [...argv],
+      options: {
+        instances: { type: "string" },
+        port: { type: "string" },
+        host: { type: "string" },
+        "time-scale": { type: "string" },
+        model: { type: "string", multiple: true },
+        "num-gpu-blocks": { type: "string" },
+        "max-num-seqs": { type: "string" },
+        "default-max-tokens": { type: "string" },
+        seed: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    });
+    if (values.help) {
+      io.out(FLEET_USAGE);
+      return 0;
+    }
+    const engine: Partial<EngineConfig> = {};
+    const blocks = intOption(values, "num-gpu-blocks");
+    if (blocks !== undefined) engine.numGpuBlocks = blocks;
+    const seqs = intOption(values, "max-num-seqs");
+    if (seqs !== undefined) engine.maxNumSeqs = seqs;
+    fleet = await startFleet({
+      instances: intOption(values, "instances") ?? 7,
+      port: intOption(values, "port") ?? 8000,
+      host: values.host ?? "127.0.0.1",
+      timeScale: intOption(values, "time-scale") ?? 1,
+      models: values.model ?? [DEFAULT_MODEL],
+      defaultMaxTokens: intOption(values, "default-max-tokens") ?? 64,
+      seed: intOption(values, "seed") ?? 0,
+      engine,
+    });
+  } catch (e) {
+    io.err(`prefix-router fleet: ${isFleetError(e) || e instanceof Error ? e.message : String(e)}`);
+    io.err("Run `prefix-router fleet --help` for the options.");
+    return 2;
+  }
+  for (const inst of fleet.instances) io.out(`${inst.id}\t${inst.url}`);
+  io.out(`OpenAI baseURL: <url>/v1   SageMaker endpoint: <url>   metrics: <url>/metrics   (Ctrl-C stops)`);
+  await io.untilStopped();
+  await fleet.stop();
+  return 0;
+}
