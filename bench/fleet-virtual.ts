@@ -34,9 +34,8 @@ let at = 0;
 for (let i = 0; i < requests; i++) {
   at += -Math.log(1 - rng()) * 200;
   const d = Math.floor(rng() * documents);
-  let question = ` Question ${i}: `;
-  while (docChars + question.length < promptTokens * 4) question += `q${i} `;
-  const prompt = docs[d]! + question.slice(0, promptTokens * 4 - docChars);
+  const head = ` Question ${i}: `;
+  const prompt = docs[d]! + (head + `q${i} `.repeat(promptTokens)).slice(0, promptTokens * 4 - docChars);
   fleet.advanceTo(at);
   fleet.submit(ids[d % ids.length]!, { id: i, prompt, outputTokens: 200 }, { onDone: (r) => results.push(r) });
 }

@@ -104,6 +104,16 @@ describe("fault knobs", () => {
     expect(slow / normal).toBeCloseTo(4, 2);
   });
 
+  it("notReady fails health checks and requests with 503 until cleared", async () => {
+    const inst = fleet.instance("i0");
+    await inst.setFaults({ notReady: true });
+    expect((await fetch(`${inst.url}/health`)).status).toBe(503);
+    await expect(ask("x")).rejects.toMatchObject({ status: 503 });
+    await inst.setFaults({ notReady: false });
+    expect((await fetch(`${inst.url}/health`)).status).toBe(200);
+    expect((await ask("x")).choices).toHaveLength(1);
+  });
+
   it("validates knobs", async () => {
     await expect(fleet.instance("i0").setFaults({ errorRate: 2 })).rejects.toThrow(/`errorRate`/);
     await expect(fleet.instance("i0").setFaults({ slowdown: 0 })).rejects.toThrow(/`slowdown`/);

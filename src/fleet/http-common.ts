@@ -83,6 +83,12 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
   res.end(text);
 }
 
+/** Answers 500 for a bug in a handler, or drops the connection if the response had started. */
+export function internalError(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) res.destroy();
+  else sendJson(res, 500, { error: { message: `Emulator error: ${String(err)}`, type: "InternalServerError", param: null, code: 500 } });
+}
+
 /** The headers that say which instance served a response and what it cost. */
 export function servedHeaders(
   rt: InstanceRuntime,

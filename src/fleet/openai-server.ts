@@ -18,6 +18,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isFleetError } from "./errors.js";
 import {
+  internalError,
   parseJson,
   readBody,
   runGeneration,
@@ -104,10 +105,12 @@ export function handleOpenAI(rt: InstanceRuntime, req: IncomingMessage, res: Ser
     sendError(rt, res, 405, `Method ${method} not allowed`);
     return true;
   }
-  readBody(req).then(
-    (buf) => serve(rt, res, kind, buf),
-    (err: unknown) => sendError(rt, res, 400, String(err)),
-  );
+  readBody(req)
+    .then(
+      (buf) => serve(rt, res, kind, buf),
+      (err: unknown) => sendError(rt, res, 400, String(err)),
+    )
+    .catch((err: unknown) => internalError(res, err));
   return true;
 }
 

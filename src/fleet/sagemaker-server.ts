@@ -32,7 +32,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { EventStreamCodec } from "@smithy/core/event-streams";
 import { fromUtf8, toUtf8 } from "@smithy/core/serde";
 import { isFleetError } from "./errors.js";
-import { parseJson, readBody, runGeneration, sendJson, servedHeaders, usageOf, type InstanceRuntime } from "./http-common.js";
+import { internalError, parseJson, readBody, runGeneration, sendJson, servedHeaders, usageOf, type InstanceRuntime } from "./http-common.js";
 import { outputTokensOf } from "./openai-server.js";
 import { renderPrompt } from "./template.js";
 import { countTokens, fillerText, fillerToken } from "./tokenizer.js";
@@ -92,10 +92,12 @@ export function handleSageMaker(rt: InstanceRuntime, req: IncomingMessage, res: 
   const stream = m[2] === "invocations-response-stream";
   const variantHeader = header(req, "x-amzn-sagemaker-target-variant");
   const component = header(req, "x-amzn-sagemaker-inference-component");
-  readBody(req).then(
-    (buf) => serve(rt, res, buf, stream, variantHeader, component),
-    (err: unknown) => sendSmError(rt, res, "ValidationError", String(err)),
-  );
+  readBody(req)
+    .then(
+      (buf) => serve(rt, res, buf, stream, variantHeader, component),
+      (err: unknown) => sendSmError(rt, res, "ValidationError", String(err)),
+    )
+    .catch((err: unknown) => internalError(res, err));
   return true;
 }
 
