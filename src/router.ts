@@ -6,6 +6,7 @@
  * key's rendezvous ranking, skipping targets that are at `concurrencyThreshold` or ejected.
  */
 import { LRUCache } from "lru-cache";
+import { parseJson } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe } from "./internal/validate.js";
 import { RendezvousTable, splitKey } from "./rendezvous.js";
@@ -507,7 +508,17 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
     if (model !== undefined && typeof model !== "string") {
       throw new TypeError(`Expected the request's \`model\` to be a string, got ${describe(model)}`);
     }
-    const body = request.body;
+    let body = request.body;
+    // Text mode reads JSON text and bytes as the object they encode; parse once here so that
+    // `body.model` selects targets and enters the key whatever form the body comes in.
+    if (this.mode === "text" && (typeof body === "string" || body instanceof Uint8Array)) {
+      try {
+        const parsed = parseJson(body);
+        if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) body = parsed;
+      } catch {
+        // Left as is: prefix-aware reports ERR_INVALID_JSON when it reads the body.
+      }
+    }
     if (model === undefined && this.mode === "text" && body !== null && typeof body === "object" && !ArrayBuffer.isView(body)) {
       const m = (body as { model?: unknown }).model;
       if (typeof m === "string") model = m;
