@@ -511,6 +511,23 @@ describe("eligibility", () => {
     for (let i = 0; i < 20; i++) expect(["any", "lora1"]).toContain(router.route({ body: ask(`q${i}`), model: "llama:sql" }).target.id);
   });
 
+  it("text mode reads body.model from JSON text and JSON bytes as from the object", async () => {
+    const router = await createRouter({ targets });
+    const body = ask("q", { model: "llama:sql" });
+    const expected = router.rank({ body });
+    expect(expected.targets.map((t) => t.id).sort()).toEqual(["any", "lora1"]);
+    for (const form of [JSON.stringify(body), new TextEncoder().encode(JSON.stringify(body))]) {
+      expect(router.rank({ body: form })).toEqual(expected);
+      expect(["any", "lora1"]).toContain(router.route({ body: form }).target.id);
+    }
+    const lor = await createRouter({ targets: targets.filter((t) => t.id !== "any"), strategy: "least-outstanding" });
+    expect(codeOf(() => lor.route({ body: JSON.stringify(ask("q", { model: "mistral" })) }))).toBe("ERR_NO_ELIGIBLE_TARGET");
+    // Unreadable text bodies keep their errors.
+    expect(codeOf(() => router.route({ body: "not json" }))).toBe("ERR_INVALID_JSON");
+    expect(codeOf(() => router.route({ body: '"just a string"' }))).toBe("ERR_INVALID_BODY");
+    expect(lor.route({ body: "not json" }).kind).toBe("least-outstanding");
+  });
+
   it("ERR_NO_ELIGIBLE_TARGET when no target serves the model, or all are draining", async () => {
     const router = await createRouter({ targets: targets.filter((t) => t.id !== "any") });
     expect(codeOf(() => router.route({ body: ask("q"), model: "mistral" }))).toBe("ERR_NO_ELIGIBLE_TARGET");
