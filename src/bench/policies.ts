@@ -1,0 +1,120 @@
+/**
+ * Routing policies the benchmark compares. A {@link Policy} routes one request to a target id
+ * and hands back a release function: prefix-router's own strategies plug in through
+ * {@link routerPolicy}, and peer baselines (a hard-pinning LiteLLM-style router, KubeAI's
+ * bounded-load consistent hashing, SGLang's cache-aware tree) can implement the same interface
+ * without touching the simulation loop.
+ *
+ * Policies must be deterministic given their {@link PolicyContext}: randomness only from
+ * `context.random`, time only from `context.clock`.
+ */
+import { STRATEGIES, createRouter } from "../index.js";
+import type { Strategy } from "../index.js";
+import type { BenchRequest } from "./workloads.js";
+
+/** One routing decision of a {@link Policy}. */
+export interface PolicyDecision {
+  /** The instance the request goes to. */
+  readonly targetId: string;
+  /**
+   * True when the pick was not the policy's first choice for the request's key (spillover or
+   * fallback under load). Load-based policies with no preference never spill.
+   */
+  readonly spilled: boolean;
+  /**
+   * Ends the request's in-flight accounting; called exactly once, when the request finishes
+   * (or is rejected), with the engine's token counts when it ran.
+   */
+  release(info?: { promptTokens: number; cachedTokens: number }): void;
+}
+
+/** A routing policy under test. */
+export interface Policy {
+  /** Picks a target for `request`. Synchronous: the benchmark times this call. */
+  route(request: BenchRequest): PolicyDecision;
+  /** Replaces the set of instances (scale events). Requests in flight still release. */
+  setTargets(targetIds: readonly string[]): void;
+}
+
+/** What a policy is created with. */
+export interface PolicyContext {
+  /** Instance ids at the start of the run. */
+  readonly targets: readonly string[];
+  /** Characters of prompt text the routing key covers (policies that read a prefix). */
+  readonly prefixLength: number;
+  /** In-flight requests at which an instance counts as full (policies with a load guard). */
+  readonly concurrencyThreshold: number;
+  /** The run's seed (hash seeds and the like). */
+  readonly seed: number;
+  /** The run's seeded random source in [0, 1). */
+  readonly random: () => number;
+  /** Simulated time, ms. */
+  readonly clock: { now(): number };
+}
+
+/** A named policy constructor. */
+export interface PolicyFactory {
+  /** Name on the command line and in result rows. */
+  readonly name: string;
+  /** Whether results depend on `prefixLength` (otherwise one row per run, `prefixLength: null`). */
+  readonly usesPrefixLength: boolean;
+  /** Whether results depend on `concurrencyThreshold` (otherwise `concurrencyThreshold: null`). */
+  readonly usesConcurrencyThreshold: boolean;
+  /** Builds a fresh policy for one run. */
+  create(context: PolicyContext): Promise<Policy>;
+}
+
+/**
+ * A policy backed by prefix-router's `createRouter` with the given strategy, in text mode, with
+ * the simulated clock and the run's random source injected.
+ *
+ * @example
+ * const factories = [routerPolicy("random"), routerPolicy("prefix-aware")];
+ */
+export function routerPolicy(strategy: Strategy): PolicyFactory {
+  const keyed = strategy !== "random" && strategy !== "least-outstanding";
+  return {
+    name: strategy,
+    usesPrefixLength: keyed,
+    usesConcurrencyThreshold: keyed,
+    async create(ctx) {
+      const router = await createRouter({
+        targets: ctx.targets.map((id) => ({ id })),
+        strategy,
+        mode: "text",
+        prefixLength: ctx.prefixLength,
+        concurrencyThreshold: ctx.concurrencyThreshold,
+        seed: ctx.seed,
+        random: ctx.random,
+        clock: ctx.clock,
+        ejection: false,
+      });
+      return {
+        route(request) {
+          const lease = router.route({ body: request.body });
+          return {
+            targetId: lease.target.id,
+            spilled: lease.kind === "spillover" || lease.kind === "fallback",
+            release(info) {
+              lease.release("success", info);
+            },
+          };
+        },
+        setTargets(ids) {
+          router.setTargets(ids.map((id) => ({ id })));
+        },
+      };
+    },
+  };
+}
+
+/** prefix-router's strategies, in the order the benchmark lists them. */
+export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
+
+/**
+ * The policy named `name`: one of prefix-router's strategies.
+ * @returns `undefined` for an unknown name
+ */
+export function policyByName(name: string): PolicyFactory | undefined {
+  return (STRATEGIES as readonly string[]).includes(name) ? routerPolicy(name as Strategy) : undefined;
+}

@@ -1,0 +1,134 @@
+/**
+ * Plain-text output of the benchmark: the result table, the comparison with random, the goal
+ * checks and the scale events. Pure string formatting, no dependencies.
+ */
+import { checkGoals, compareToRandom } from "./compare.js";
+import type { BenchRow } from "./run.js";
+
+type Align = "l" | "r";
+
+/** Renders rows as a fixed-width table (columns padded, header underlined). */
+function grid(header: readonly string[], align: readonly Align[], body: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? "").length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (align[i] === "r" ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
+
+const pct = (v: number, digits = 1) => `${(100 * v).toFixed(digits)}`;
+const ms = (v: number) => (v >= 1000 ? v.toFixed(0) : v.toFixed(1));
+const signed = (v: number) => `${v > 0 ? "+" : ""}${(100 * v).toFixed(1)}%`;
+
+/** Human-readable duration: 90000 → "1m30s". */
+export function formatDuration(msValue: number): string {
+  if (msValue < 1000) return `${msValue}ms`;
+  let s = Math.round(msValue / 1000);
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}` || "0s";
+}
+
+/**
+ * The main result table: one line per row. Rates in percent, times in milliseconds; `dec/s`
+ * is the router's own decision rate (wall clock).
+ */
+export function formatTable(rows: readonly BenchRow[]): string {
+  const header = [
+    "workload", "strategy", "inst", "prefix", "thr", "dur", "rate",
+    "P50 ms", "P90 ms", "P99 ms", "queue ms", "hit %", "ideal %", "req/s", "spill %", "share min-max %", "dec/s",
+  ];
+  const align: Align[] = ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"];
+  const body = rows.map((r) => [
+    r.workload,
+    r.strategy,
+    String(r.instances),
+    r.prefixLength === null ? "-" : String(r.prefixLength),
+    r.concurrencyThreshold === null ? "-" : String(r.concurrencyThreshold),
+    formatDuration(r.durationMs),
+    `x${r.rateMultiplier}`,
+    ms(r.ttftP50Ms),
+    ms(r.ttftP90Ms),
+    ms(r.ttftP99Ms),
+    ms(r.queueMeanMs),
+    pct(r.tokenHitRate),
+    pct(r.idealHitRate),
+    r.throughput.toFixed(2),
+    pct(r.spilloverRate),
+    `${pct(r.minShare)}-${pct(r.maxShare)}`,
+    r.wall.decisionsPerSecond >= 1e6 ? `${(r.wall.decisionsPerSecond / 1e6).toFixed(2)}M` : `${Math.round(r.wall.decisionsPerSecond / 1000)}k`,
+  ]);
+  return grid(header, align, body);
+}
+
+/** Each non-random row against the random row of its scenario. Empty when there is none. */
+export function formatComparison(rows: readonly BenchRow[]): string {
+  const cmp = compareToRandom(rows);
+  if (cmp.length === 0) return "";
+  const header = ["workload", "strategy", "prefix", "thr", "P50 vs random", "P90 vs random", "P99 vs random", "req/s vs random", "hit / ideal"];
+  const align: Align[] = ["l", "l", "r", "r", "r", "r", "r", "r", "r"];
+  const body = cmp.map((c) => [
+    c.row.workload,
+    c.row.strategy,
+    c.row.prefixLength === null ? "-" : String(c.row.prefixLength),
+    c.row.concurrencyThreshold === null ? "-" : String(c.row.concurrencyThreshold),
+    signed(c.ttftP50Change),
+    signed(c.ttftP90Change),
+    signed(c.ttftP99Change),
+    signed(c.throughputChange),
+    `${pct(c.hitRateOfIdeal)}%`,
+  ]);
+  return grid(header, align, body);
+}
+
+/** The issue-6 goals on the prefix-aware rows of long-context and sharegpt. Empty when none apply. */
+export function formatGoals(rows: readonly BenchRow[]): string {
+  const checks = checkGoals(rows);
+  if (checks.length === 0) return "";
+  const header = ["workload", "prefix", "thr", "goal", "measured", "result"];
+  const align: Align[] = ["l", "r", "r", "l", "r", "l"];
+  const body = checks.map((c) => [
+    c.row.workload,
+    String(c.row.prefixLength),
+    String(c.row.concurrencyThreshold),
+    c.goal,
+    c.measured,
+    c.met ? "met" : `MISSED by ${c.shortfall}`,
+  ]);
+  return grid(header, align, body);
+}
+
+/** Hit-rate dip and recovery after each scale event, per row. Empty without events. */
+export function formatScaleEvents(rows: readonly BenchRow[]): string {
+  const body: string[][] = [];
+  for (const r of rows) {
+    for (const e of r.scaleEvents) {
+      body.push([
+        r.workload,
+        r.strategy,
+        r.prefixLength === null ? "-" : String(r.prefixLength),
+        `${formatDuration(e.atMs)} ${e.delta > 0 ? "+" : ""}${e.delta} → ${e.instances}`,
+        e.baselineHitRate === null ? "-" : pct(e.baselineHitRate),
+        e.minHitRate === null ? "-" : pct(e.minHitRate),
+        e.dip === null ? "-" : pct(e.dip),
+        e.recoveryMs === null ? (e.dip === null ? "-" : "not recovered") : formatDuration(e.recoveryMs),
+      ]);
+    }
+  }
+  if (body.length === 0) return "";
+  const header = ["workload", "strategy", "prefix", "event", "hit before %", "lowest %", "dip pts", "recovery"];
+  return grid(header, ["l", "l", "r", "l", "r", "r", "r", "r"], body);
+}
+
+/** Everything the terminal shows after a run, sections separated by blank lines. */
+export function formatReport(rows: readonly BenchRow[]): string {
+  const sections: string[] = [formatTable(rows)];
+  const cmp = formatComparison(rows);
+  if (cmp) sections.push(`Compared with random on the same request sequence:\n${cmp}`);
+  const events = formatScaleEvents(rows);
+  if (events) sections.push(`Scale events (hit rate smoothed over 3 buckets; recovered = within 2 points of the level before):\n${events}`);
+  const goals = formatGoals(rows);
+  if (goals) sections.push(`Goals of issue 6:\n${goals}`);
+  return `${sections.join("\n\n")}\n`;
+}
