@@ -9,6 +9,7 @@ export type { BenchOptions, BenchProgress, BenchRow, ScaleEvent, WallClock } fro
 export {
   AGENT_DEFAULTS,
   BENCH_MODEL,
+  DECODE_MS_PER_TOKEN_ESTIMATE,
   HOT_PREFIX_DEFAULTS,
   LONG_CONTEXT_DEFAULTS,
   RAG_DEFAULTS,
@@ -36,3 +37,29 @@ export type {
   WorkloadName,
   WorkloadSettings,
 } from "./workloads.js";
+export { MOONCAKE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from "./trace.js";
+export type { TraceParseOptions, TraceRecord, TraceWorkloadOptions } from "./trace.js";
+export { ROUTER_STRATEGIES, policyByName, routerPolicy } from "./policies.js";
+export type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
+export { IdealCache, RECOVERY_TOLERANCE, RunRecorder, analyzeScaleEvent } from "./metrics.js";
+export type {
+  AppliedScaleEvent,
+  CompletedRequest,
+  HitRatePoint,
+  RunMetrics,
+  RunRecorderOptions,
+  ScaleEventResult,
+} from "./metrics.js";
+export { checkGoals, compareToRandom, scenarioKey } from "./compare.js";
+export type { Comparison, GoalCheck } from "./compare.js";
+export { formatComparison, formatDuration, formatGoals, formatReport, formatScaleEvents, formatTable } from "./table.js";
+export { hitRateSpec, loadSvgRenderer, renderHtmlReport, seriesLabel, shareSpec, ttftCdfSpec } from "./report.js";
+export type { ChartSpec, SvgRenderer } from "./report.js";
+export { BENCH_USAGE, runBenchCommand } from "./cli.js";
+export type { BenchCliIo } from "./cli.js";
+export { parseBenchArgs, parseDuration, parseScaleEvent, parseTokenCount } from "./options.js";
+export type { BenchArgs } from "./options.js";
+export { Rng, Zipf, mix32 } from "./random.js";
+export { TextSource, syntheticText } from "./text.js";
+export { BenchError, isBenchError } from "./errors.js";
+export type { BenchErrorCode } from "./errors.js";

@@ -12,10 +12,10 @@
  * are kept in a bounded LRU so a popular document is built once.
  */
 import { LRUCache } from "lru-cache";
+import { CHARS_PER_TOKEN } from "../fleet/index.js";
 import { Rng, mix32 } from "./random.js";
 
-/** Characters per token of the synthetic text (the usual ~4 for English with BPE tokenizers). */
-export const CHARS_PER_TOKEN = 4;
+export { CHARS_PER_TOKEN };
 
 const SYLLABLES = [
   "ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "ho", "ji", "ze", "ba", "fi",

@@ -1,0 +1,157 @@
+/**
+ * `prefix-router bench`: runs {@link runBenchmark} from the command line, prints the result
+ * table, and writes `--json` rows and an `--report` HTML file. A progress bar (cli-progress,
+ * optional) appears on a terminal once a run has taken more than two seconds.
+ */
+import { writeFile } from "node:fs/promises";
+import { BenchError, isBenchError } from "./errors.js";
+import { parseBenchArgs } from "./options.js";
+import { importOptional, renderHtmlReport } from "./report.js";
+import { ROUTER_STRATEGIES } from "./policies.js";
+import { runBenchmark } from "./run.js";
+import type { BenchOptions, BenchProgress } from "./run.js";
+import { formatReport } from "./table.js";
+import { loadTrace, traceWorkload } from "./trace.js";
+import { WORKLOAD_NAMES } from "./workloads.js";
+import type { Workload, WorkloadName } from "./workloads.js";
+
+/** Output of the command: line writers for stdout and stderr. */
+export interface BenchCliIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+/** Help text of `prefix-router bench`. */
+export const BENCH_USAGE = `Usage: prefix-router bench [options]
+
+Replays deterministic workloads on the emulated virtual-time fleet with every routing strategy
+(the same request sequence for each) and reports TTFT, hit rate vs ideal, shares and spillover.
+Every option taking a list accepts comma-separated values or repeats; each value is one row.
+
+Options:
+  --workload LIST        ${WORKLOAD_NAMES.join(",")} (default: all; with --trace: none)
+  --trace FILE           replay a Mooncake JSONL trace (workload "trace")
+  --strategies LIST      ${ROUTER_STRATEGIES.join(",")} (default: all)
+  --instances LIST       instances at the start (default: 7)
+  --prefix-length LIST   routing prefix in characters, 1024-65536 (default: the workload's, else 4096)
+  --threshold LIST       concurrency threshold, 1-1024 (default: 32)
+  --capacity LIST        KV cache per instance in tokens: 1.2M, 600k, 300000 (default: 1.2M)
+  --rate LIST            arrival-rate multiplier (default: 1)
+  --duration LIST        simulated time: 90s, 30m, 1h, 1h30m (default: the workload's)
+  --seed LIST            seed (default: 1)
+  --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
+  --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
+  --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
+  -q, --quiet            no progress bar
+  -h, --help             this help
+
+Example:
+  prefix-router bench --workload long-context --duration 1h --json results.json --report report.html`;
+
+/**
+ * Runs `prefix-router bench` with `argv` (the arguments after `bench`).
+ * @returns the exit code: 0 on success, 2 on a usage error, 1 on any other failure
+ */
+export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): Promise<number> {
+  try {
+    const args = parseBenchArgs(argv);
+    if (args.help) {
+      io.out(BENCH_USAGE);
+      return 0;
+    }
+    const workloads: (Workload | WorkloadName)[] = [];
+    const names = args.workloads ?? (args.traceFile === undefined ? [...WORKLOAD_NAMES] : []);
+    for (const n of names) {
+      if (!(WORKLOAD_NAMES as readonly string[]).includes(n)) {
+        throw new BenchError("ERR_BENCH_OPTION", `Unknown workload \`${n}\`; expected one of ${WORKLOAD_NAMES.join(", ")}`);
+      }
+      workloads.push(n as WorkloadName);
+    }
+    if (args.traceFile !== undefined) workloads.push(traceWorkload(await loadTrace(args.traceFile)));
+    if (args.report !== undefined) {
+      // Fail before a long run, not after it.
+      await importOptional("vega", () => import("vega"));
+      await importOptional("vega-lite", () => import("vega-lite"));
+    }
+    const progress = args.quiet || !process.stderr.isTTY ? undefined : await progressBar(io);
+    const options: BenchOptions = {
+      workloads,
+      ...(args.strategies && { strategies: args.strategies }),
+      ...(args.instances && { instances: args.instances }),
+      ...(args.prefixLengths && { prefixLengths: args.prefixLengths }),
+      ...(args.concurrencyThresholds && { concurrencyThresholds: args.concurrencyThresholds }),
+      ...(args.capacityTokens && { capacityTokens: args.capacityTokens }),
+      ...(args.rateMultipliers && { rateMultipliers: args.rateMultipliers }),
+      ...(args.durationsMs && { durationsMs: args.durationsMs }),
+      ...(args.seeds && { seeds: args.seeds }),
+      scaleEvents: args.scaleEvents,
+      ...(progress && { onProgress: progress.update }),
+    };
+    const started = performance.now();
+    let rows;
+    try {
+      rows = await runBenchmark(options);
+    } finally {
+      progress?.stop();
+    }
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    const text = `${formatReport(rows)}\n${rows.length} rows in ${seconds} s wall time.`;
+    if (args.json === "-") {
+      io.err(text);
+      io.out(JSON.stringify(rows, null, 2));
+    } else {
+      io.out(text);
+      if (args.json !== undefined) {
+        await writeFile(args.json, `${JSON.stringify(rows, null, 2)}\n`);
+        io.err(`Wrote ${args.json}`);
+      }
+    }
+    if (args.report !== undefined) {
+      await writeFile(args.report, await renderHtmlReport(rows));
+      io.err(`Wrote ${args.report}`);
+    }
+    return 0;
+  } catch (e) {
+    if (isBenchError(e)) {
+      io.err(`prefix-router bench: ${e.message}`);
+      if (e.code === "ERR_BENCH_OPTION") io.err("Run `prefix-router bench --help` for the options.");
+      return e.code === "ERR_BENCH_OPTION" ? 2 : 1;
+    }
+    throw e;
+  }
+}
+
+/** A progress bar on stderr that appears only once the run has lasted two seconds. */
+async function progressBar(io: BenchCliIo): Promise<{ update: (p: BenchProgress) => void; stop: () => void } | undefined> {
+  let mod: typeof import("cli-progress");
+  try {
+    mod = await importOptional("cli-progress", () => import("cli-progress"));
+  } catch (e) {
+    if (isBenchError(e)) {
+      io.err(`prefix-router bench: no progress bar (${e.message})`);
+      return undefined;
+    }
+    throw e;
+  }
+  const cp = (mod as unknown as { default?: typeof import("cli-progress") }).default ?? mod;
+  const started = performance.now();
+  let bar: InstanceType<typeof cp.SingleBar> | undefined;
+  return {
+    update(p) {
+      const value = Math.round(p.fraction * 1000);
+      if (bar === undefined) {
+        if (performance.now() - started < 2000) return;
+        bar = new cp.SingleBar(
+          { format: "{bar} {percentage}% | run {run}/{runs} {label} | ETA {eta_formatted}", stream: process.stderr, hideCursor: true },
+          cp.Presets.shades_classic,
+        );
+        bar.start(1000, value, { run: p.run + 1, runs: p.runs, label: p.label });
+        return;
+      }
+      bar.update(value, { run: Math.min(p.run + 1, p.runs), runs: p.runs, label: p.label });
+    },
+    stop() {
+      bar?.stop();
+    },
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * Command-line values of `prefix-router bench`: durations (`90s`, `30m`, `1h30m`), token counts
+ * (`1.2M`, `600k`), scale events (`30m:+1`), comma-separated lists. Every parser throws a
+ * {@link BenchError} (`ERR_BENCH_OPTION`) that names the option and quotes the bad value.
+ */
+import { parseArgs } from "node:util";
+import { BenchError } from "./errors.js";
+import type { ScaleEvent } from "./run.js";
+
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a duration: one or more `<number><unit>` parts, units `ms`, `s`, `m`, `h`.
+ * @example parseDuration("1h30m", "--duration") // 5_400_000
+ */
+export function parseDuration(text: string, option: string): number {
+  const s = text.trim();
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+  let total = 0;
+  let i = 0;
+  while (i < s.length) {
+    re.lastIndex = i;
+    const m = re.exec(s);
+    if (m === null) break;
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+    i = re.lastIndex;
+  }
+  if (s.length === 0 || i !== s.length) {
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`${option}\` to be a duration like 90s, 30m, 1h or 1h30m, got "${text}"`);
+  }
+  return total;
+}
+
+/**
+ * Parses a token count with an optional `k` (×1,000) or `M` (×1,000,000) suffix.
+ * @example parseTokenCount("1.2M", "--capacity") // 1_200_000
+ */
+export function parseTokenCount(text: string, option: string): number {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text.trim());
+  const v = m === null ? Number.NaN : Number(m[1]) * (m[2] === "" ? 1 : m[2]!.toLowerCase() === "k" ? 1e3 : 1e6);
+  if (!Number.isFinite(v) || !Number.isInteger(Math.round(v)) || v <= 0) {
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`${option}\` to be a token count like 1200000, 600k or 1.2M, got "${text}"`);
+  }
+  return Math.round(v);
+}
+
+/**
+ * Parses a scale event `<duration>:<+n|-n>`.
+ * @example parseScaleEvent("30m:+1") // { atMs: 1_800_000, delta: 1 }
+ */
+export function parseScaleEvent(text: string): ScaleEvent {
+  const m = /^([^:]+):([+-]\d+)$/.exec(text.trim());
+  if (m === null || Number(m[2]) === 0) {
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`--scale-at\` like 30m:+1 or 45m:-2, got "${text}"`);
+  }
+  return { atMs: parseDuration(m[1]!, "--scale-at"), delta: Number(m[2]) };
+}
+
+/** Splits repeated and comma-separated values: `["1,2", "3"]` → `["1", "2", "3"]`. */
+export function splitList(values: readonly string[] | undefined): string[] | undefined {
+  if (values === undefined) return undefined;
+  return values.flatMap((v) => v.split(",")).map((v) => v.trim()).filter((v) => v.length > 0);
+}
+
+/** Parses a list of numbers; `integer` rejects fractions. */
+export function parseNumbers(values: readonly string[] | undefined, option: string, integer: boolean): number[] | undefined {
+  const list = splitList(values);
+  if (list === undefined) return undefined;
+  return list.map((v) => {
+    const n = Number(v);
+    if (v === "" || !Number.isFinite(n) || (integer && !Number.isInteger(n))) {
+      throw new BenchError("ERR_BENCH_OPTION", `Expected \`${option}\` to hold ${integer ? "integers" : "numbers"}, got "${v}"`);
+    }
+    return n;
+  });
+}
+
+/** The parsed command line of `prefix-router bench`. */
+export interface BenchArgs {
+  help: boolean;
+  workloads: string[] | undefined;
+  strategies: string[] | undefined;
+  instances: number[] | undefined;
+  prefixLengths: number[] | undefined;
+  concurrencyThresholds: number[] | undefined;
+  capacityTokens: number[] | undefined;
+  rateMultipliers: number[] | undefined;
+  durationsMs: number[] | undefined;
+  seeds: number[] | undefined;
+  traceFile: string | undefined;
+  scaleEvents: ScaleEvent[];
+  json: string | undefined;
+  report: string | undefined;
+  quiet: boolean;
+}
+
+/**
+ * Parses the arguments of `prefix-router bench` (after the subcommand name).
+ * @throws {BenchError} `ERR_BENCH_OPTION` for unknown options or malformed values
+ */
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        workload: { type: "string", multiple: true },
+        strategies: { type: "string", multiple: true },
+        instances: { type: "string", multiple: true },
+        "prefix-length": { type: "string", multiple: true },
+        threshold: { type: "string", multiple: true },
+        capacity: { type: "string", multiple: true },
+        rate: { type: "string", multiple: true },
+        duration: { type: "string", multiple: true },
+        seed: { type: "string", multiple: true },
+        trace: { type: "string" },
+        "scale-at": { type: "string", multiple: true },
+        json: { type: "string" },
+        report: { type: "string" },
+        quiet: { type: "boolean", short: "q" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    throw new BenchError("ERR_BENCH_OPTION", (e as Error).message, { cause: e });
+  }
+  const strings = (k: string) => values[k] as string[] | undefined;
+  return {
+    help: values["help"] === true,
+    workloads: splitList(strings("workload")),
+    strategies: splitList(strings("strategies")),
+    instances: parseNumbers(strings("instances"), "--instances", true),
+    prefixLengths: parseNumbers(strings("prefix-length"), "--prefix-length", true),
+    concurrencyThresholds: parseNumbers(strings("threshold"), "--threshold", true),
+    capacityTokens: splitList(strings("capacity"))?.map((v) => parseTokenCount(v, "--capacity")),
+    rateMultipliers: parseNumbers(strings("rate"), "--rate", false),
+    durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
+    seeds: parseNumbers(strings("seed"), "--seed", true),
+    traceFile: values["trace"] as string | undefined,
+    scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
+    json: values["json"] as string | undefined,
+    report: values["report"] as string | undefined,
+    quiet: values["quiet"] === true,
+  };
+}

@@ -1,0 +1,110 @@
+import fc from "fast-check";
+import { IdealCache, RunRecorder, analyzeScaleEvent, parseDuration, parseScaleEvent, parseTokenCount, Rng, Zipf } from "prefix-router/bench";
+import { describe, expect, it } from "vitest";
+
+describe("IdealCache", () => {
+  it("hits the longest run of leading blocks seen before, capped so one token is recomputed", () => {
+    const ideal = new IdealCache(16);
+    expect(ideal.observe([1, 2, 3], 50)).toBe(0);
+    expect(ideal.observe([1, 2, 4], 50)).toBe(32); // blocks 1, 2
+    expect(ideal.observe([1, 2, 3], 48)).toBe(32); // all 3 seen, but (48 − 1) / 16 → 2 blocks
+    expect(ideal.observe([9], 20)).toBe(0);
+    expect(ideal.hitRate).toBeCloseTo(64 / 168, 10);
+    expect(ideal.blocks).toBe(5);
+  });
+});
+
+describe("RunRecorder", () => {
+  it("reports percentiles within 0.1%, hit rate, shares and spillover", () => {
+    const rec = new RunRecorder({ bucketMs: 1000 });
+    rec.registerInstance("idle");
+    for (let i = 1; i <= 1000; i++) {
+      rec.recordDecision(i % 4 === 0 ? "b" : "a", i % 10 === 0);
+      rec.recordCompletion({ arrivalMs: i, firstTokenMs: i + i, finishMs: i + 2000, queueMs: 1, promptTokens: 100, cachedTokens: i <= 500 ? 0 : 50, outputTokens: 10 });
+    }
+    const m = rec.finish();
+    expect(m.ttftP50Ms).toBeGreaterThanOrEqual(500 * 0.999);
+    expect(m.ttftP50Ms).toBeLessThanOrEqual(500 * 1.001);
+    expect(m.ttftP99Ms).toBeCloseTo(990, -1);
+    expect(m.tokenHitRate).toBeCloseTo(0.25, 10);
+    expect(m.spilloverRate).toBeCloseTo(0.1, 10);
+    expect(m.instanceShares).toEqual({ idle: 0, a: 0.75, b: 0.25 });
+    expect(m.minShare).toBe(0);
+    expect(m.maxShare).toBe(0.75);
+    expect(m.queueMeanMs).toBe(1);
+    expect(m.throughput).toBeCloseTo(1000 / ((3000 - 1) / 1000), 6);
+    expect(m.ttftCdf.at(-1)![0]).toBe(99.9);
+    expect(m.hitRateSeries.map((p) => p.requests)).toEqual([999, 1]);
+  });
+});
+
+describe("analyzeScaleEvent", () => {
+  const series = (rates: number[]) => rates.map((r, i) => ({ tMs: i * 1000, prompt: 100, cached: r * 100 }));
+  const event = { atMs: 10_000, delta: 1, instances: 8 };
+
+  it("measures the dip below the level before the event and the time until it is back", () => {
+    const rates = [...Array(10).fill(0.8), 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.8, 0.8, 0.8, 0.8];
+    const r = analyzeScaleEvent(event, series(rates), 1000, 0, 20_000);
+    expect(r.baselineHitRate).toBeCloseTo(0.8, 10);
+    expect(r.minHitRate).toBeCloseTo(0.5, 10);
+    expect(r.dip).toBeCloseTo(0.3, 10);
+    // First 3-bucket window within 2 points of 0.8: buckets 15..17, ends at 18 s.
+    expect(r.recoveryMs).toBe(8000);
+  });
+
+  it("reports 0 when the hit rate never left the baseline and null when it never came back", () => {
+    expect(analyzeScaleEvent(event, series(Array(20).fill(0.8)), 1000, 0, 20_000).recoveryMs).toBe(0);
+    const never = analyzeScaleEvent(event, series([...Array(10).fill(0.8), ...Array(10).fill(0.4)]), 1000, 0, 20_000);
+    expect(never.dip).toBeCloseTo(0.4, 10);
+    expect(never.recoveryMs).toBeNull();
+  });
+});
+
+describe("command-line values", () => {
+  it("parses durations, token counts and scale events", () => {
+    expect(parseDuration("1h30m", "--duration")).toBe(5_400_000);
+    expect(parseDuration("90s", "--duration")).toBe(90_000);
+    expect(parseDuration("250ms", "--duration")).toBe(250);
+    expect(parseTokenCount("1.2M", "--capacity")).toBe(1_200_000);
+    expect(parseTokenCount("600k", "--capacity")).toBe(600_000);
+    expect(parseScaleEvent("30m:+1")).toEqual({ atMs: 1_800_000, delta: 1 });
+    expect(parseScaleEvent("45m:-2")).toEqual({ atMs: 2_700_000, delta: -2 });
+  });
+
+  it.each([
+    () => parseDuration("5", "--duration"),
+    () => parseDuration("1x", "--duration"),
+    () => parseTokenCount("-3", "--capacity"),
+    () => parseScaleEvent("30m"),
+    () => parseScaleEvent("30m:+0"),
+  ])("rejects malformed values %#", (f) => {
+    expect(f).toThrow(expect.objectContaining({ code: "ERR_BENCH_OPTION" }));
+  });
+});
+
+describe("random sources", () => {
+  it("Rng is a pure function of its seed and stays in [0, 1)", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 }), (seed) => {
+        const a = new Rng(seed);
+        const b = new Rng(seed);
+        for (let i = 0; i < 50; i++) {
+          const v = a.next();
+          expect(v).toBe(b.next());
+          expect(v).toBeGreaterThanOrEqual(0);
+          expect(v).toBeLessThan(1);
+        }
+      }),
+    );
+  });
+
+  it("Zipf draws follow their probabilities", () => {
+    const z = new Zipf(100, 1.2);
+    const rng = new Rng(5);
+    const counts = new Array<number>(100).fill(0);
+    const n = 200_000;
+    for (let i = 0; i < n; i++) counts[z.sample(rng)]!++;
+    for (const k of [0, 1, 9, 99]) expect(counts[k]! / n).toBeCloseTo(z.probability(k), 2);
+    expect(new Zipf(10, 0).probability(3)).toBeCloseTo(0.1, 12);
+  });
+});
