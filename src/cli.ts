@@ -6,7 +6,6 @@
 
 import { runDemoCommand } from "./demo/cli.js";
 import { runBenchCommand } from "./bench/cli.js";
-import { runBenchCommand } from "./bench/cli.js";
 import { runFleetCommand, type CliIo } from "./fleet/cli.js";
 
 /** A subcommand: a one-line summary and a runner returning the exit code. */
@@ -19,7 +18,6 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   demo: { summary: "compare routing strategies live on an emulated 7-instance fleet", run: runDemoCommand },
   fleet: { summary: "start an emulated inference fleet on loopback", run: runFleetCommand },
-  bench: { summary: "compare routing strategies on the virtual-time fleet", run: runBenchCommand },
   bench: { summary: "compare routing strategies on the virtual-time fleet", run: runBenchCommand },
 };
 
