@@ -36,7 +36,7 @@ export function ttftCdfSpec(rows: readonly BenchRow[]): ChartSpec {
     encoding: {
       x: { field: "ttftMs", type: "quantitative", scale: { type: "log" }, title: "TTFT (ms, log scale)" },
       y: { field: "percentile", type: "quantitative", title: "percentile", scale: { domain: [0, 100] } },
-      color: { field: "series", type: "nominal", title: "strategy" },
+      color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
     },
   };
 }
@@ -58,7 +58,7 @@ export function shareSpec(rows: readonly BenchRow[]): ChartSpec {
       x: { field: "instance", type: "nominal", sort: instances, title: "instance" },
       xOffset: { field: "series", type: "nominal" },
       y: { field: "share", type: "quantitative", title: "share of requests (%)" },
-      color: { field: "series", type: "nominal", title: "strategy" },
+      color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
     },
   };
 }
@@ -83,7 +83,7 @@ export function hitRateSpec(rows: readonly BenchRow[]): ChartSpec {
       encoding: {
         x: { field: "minute", type: "quantitative", title: "arrival time (min)" },
         y: { field: "hitRate", type: "quantitative", title: "token hit rate (%)", scale: { domain: [0, 100] } },
-        color: { field: "series", type: "nominal", title: "strategy" },
+        color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
       },
     },
     {
