@@ -38,7 +38,7 @@ const encoder = new TextEncoder();
  *
  * @example
  * routingInput({ messages: [{ role: "user", content: "hi" }] }, { mode: "text", prefixLength: 4096 })
- * // "\u0000muser\u0000chi"
+ * // "\u0000muser\u0000c\u0000thi"
  */
 export function routingInput(body: unknown, options: { mode: "text"; prefixLength: number }): string;
 export function routingInput(body: unknown, options: { mode: "bytes"; prefixLength: number }): Uint8Array;
@@ -123,7 +123,8 @@ const M = {
  * - `instructions` (responses): marker + the text.
  * - `messages` (chat) and `input` items with a `role` (responses): per message, a marker, the
  *   role, optionally a name marker and the name, then a content marker and the content. String
- *   content as is; array content part by part: text parts (`text`, `input_text`, `output_text`,
+ *   content counts as one text part (chat templates render `"hi"` and
+ *   `[{ type: "text", text: "hi" }]` alike); array content part by part: text parts (`text`, `input_text`, `output_text`,
  *   `refusal`) by their text, images by their URL (`image_url.url` or `image_url`), audio by its
  *   data, files by `file_id`, else `filename` + `file_data`; any other part by its canonical JSON.
  *   Assistant `tool_calls` and a tool message's `tool_call_id` follow as canonical JSON / text.
@@ -135,7 +136,7 @@ export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): st
   const obj = asObject(body);
   const out = new Collector(budget);
   if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
-  if (typeof obj.instructions === "string") out.push(M.instructions, escape(obj.instructions));
+  if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
   if (Array.isArray(obj.messages)) {
     for (const message of obj.messages) {
       if (out.full) break;
@@ -169,17 +170,17 @@ function pushMessage(out: Collector, message: unknown): void {
     return;
   }
   const m = message as Record<string, unknown>;
-  out.push(M.message, escape(typeof m.role === "string" ? m.role : ""));
-  if (typeof m.name === "string") out.push(M.name, escape(m.name));
+  out.field(M.message, typeof m.role === "string" ? m.role : "");
+  if (typeof m.name === "string") out.field(M.name, m.name);
   out.push(M.content);
   pushContent(out, m.content);
   if (m.tool_calls !== undefined) out.push(M.toolCalls, canonicalize(m.tool_calls));
-  if (typeof m.tool_call_id === "string") out.push(M.toolCallId, escape(m.tool_call_id));
+  if (typeof m.tool_call_id === "string") out.field(M.toolCallId, m.tool_call_id);
 }
 
 function pushContent(out: Collector, content: unknown): void {
   if (typeof content === "string") {
-    out.push(escape(content));
+    if (content.length > 0) out.field(M.text, content);
     return;
   }
   if (!Array.isArray(content)) {
@@ -194,7 +195,7 @@ function pushContent(out: Collector, content: unknown): void {
 
 function pushPart(out: Collector, part: unknown): void {
   if (typeof part === "string") {
-    out.push(M.text, escape(part));
+    out.field(M.text, part);
     return;
   }
   if (part === null || typeof part !== "object") {
@@ -204,30 +205,31 @@ function pushPart(out: Collector, part: unknown): void {
   const p = part as Record<string, unknown>;
   const text = typeof p.text === "string" ? p.text : typeof p.refusal === "string" ? p.refusal : undefined;
   if (text !== undefined) {
-    out.push(M.text, escape(text));
+    out.field(M.text, text);
     return;
   }
   const image = p.image_url;
   if (typeof image === "string") {
-    out.push(M.image, escape(image));
+    out.field(M.image, image);
     return;
   }
   if (image !== null && typeof image === "object" && typeof (image as { url?: unknown }).url === "string") {
-    out.push(M.image, escape((image as { url: string }).url));
+    out.field(M.image, (image as { url: string }).url);
     return;
   }
   const audio = p.input_audio;
   if (audio !== null && typeof audio === "object" && typeof (audio as { data?: unknown }).data === "string") {
-    out.push(M.audio, escape((audio as { data: string }).data));
+    out.field(M.audio, (audio as { data: string }).data);
     return;
   }
   const file = (p.file ?? p) as Record<string, unknown>;
   if (typeof file.file_id === "string") {
-    out.push(M.file, escape(file.file_id));
+    out.field(M.file, file.file_id);
     return;
   }
   if (typeof file.file_data === "string") {
-    out.push(M.file, escape(typeof file.filename === "string" ? file.filename : ""), M.file, escape(file.file_data));
+    out.field(M.file, typeof file.filename === "string" ? file.filename : "");
+    out.field(M.file, file.file_data);
     return;
   }
   out.push(M.other, canonicalize(part));
@@ -235,13 +237,13 @@ function pushPart(out: Collector, part: unknown): void {
 
 function pushPromptLike(out: Collector, marker: string, value: unknown): void {
   if (typeof value === "string") {
-    out.push(marker, escape(value));
+    out.field(marker, value);
     return;
   }
   if (Array.isArray(value)) {
     for (const item of value) {
       if (out.full) return;
-      if (typeof item === "string") out.push(marker, escape(item));
+      if (typeof item === "string") out.field(marker, item);
       else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
       else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
       else out.push(marker, canonicalize(item));
@@ -276,6 +278,16 @@ class Collector {
       this.parts.push(kept);
       this.length += kept.length;
     }
+  }
+  /**
+   * A marker, then raw content with every U+0000 doubled. The content is cut to the budget
+   * before escaping, so a 1 MB message costs no more than the prefix it contributes.
+   */
+  field(marker: string, raw: string): void {
+    this.push(marker);
+    if (this.length >= this.budget) return;
+    const room = this.budget - this.length;
+    this.push(escape(raw.length > room + 1 ? raw.slice(0, room + 1) : raw));
   }
   text(): string {
     return this.parts.length === 1 ? (this.parts[0] as string) : this.parts.join("");

@@ -52,9 +52,10 @@ export class TargetState {
   fail(nowMs: number, policy: EjectionPolicy | undefined): void {
     this.failures++;
     this.consecutiveFailures++;
-    if (policy === undefined) return;
+    // Failures of requests sent before the ejection began do not extend it.
+    if (policy === undefined || this.isEjected(nowMs)) return;
     // After an ejection has run out, one more failure before any success re-ejects at once.
-    if (this.consecutiveFailures >= policy.consecutiveFailures || (this.ejections > 0 && !this.isEjected(nowMs))) {
+    if (this.consecutiveFailures >= policy.consecutiveFailures || this.ejections > 0) {
       this.ejections++;
       const backoff = Math.min(policy.baseEjectionMs * 2 ** (this.ejections - 1), policy.maxEjectionMs);
       this.ejectedUntilMs = nowMs + backoff;

@@ -794,3 +794,28 @@ describe("isRouterError", () => {
     expect((error as Error).cause).toBeInstanceOf(SyntaxError);
   });
 });
+
+describe("ejection — failures of requests already in flight", () => {
+  it("do not extend or double an ejection that is running", async () => {
+    let now = 0;
+    const router = await createRouter({
+      targets: [{ id: "a" }, { id: "b" }],
+      strategy: "least-outstanding",
+      random: () => 0,
+      clock: { now: () => now },
+      ejection: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 8000 },
+    });
+    const onA = () => router.route({}, { exclude: ["b"] });
+    const inflight = [onA(), onA(), onA(), onA()];
+    inflight[0]!.release("connect-error");
+    inflight[1]!.release("connect-error");
+    const ejectedUntil = router.stats().targets.find((t) => t.id === "a")!.ejectedUntilMs;
+    expect(ejectedUntil).toBe(1000);
+    now = 10;
+    inflight[2]!.release("connect-error");
+    inflight[3]!.release("server-error");
+    const a = router.stats().targets.find((t) => t.id === "a")!;
+    expect(a.ejectedUntilMs).toBe(1000);
+    expect(a.failures).toBe(4);
+  });
+});

@@ -77,12 +77,12 @@ describe("text mode", () => {
           { role: "user", name: "bob", content: "Q" },
         ],
       }),
-    ).toBe("\u0000msystem\u0000cS\u0000muser\u0000nbob\u0000cQ");
+    ).toBe("\u0000msystem\u0000c\u0000tS\u0000muser\u0000nbob\u0000c\u0000tQ");
   });
 
   it("puts tools first, whatever the key order of the body", () => {
     const tools = [{ type: "function", function: { name: "lookup", parameters: { type: "object" } } }];
-    const expected = `\u0000T${canonicalize(tools)}\u0000muser\u0000chi`;
+    const expected = `\u0000T${canonicalize(tools)}\u0000muser\u0000c\u0000thi`;
     expect(text({ messages: [{ role: "user", content: "hi" }], tools })).toBe(expected);
     expect(text({ tools, messages: [{ role: "user", content: "hi" }] })).toBe(expected);
   });
@@ -116,7 +116,7 @@ describe("text mode", () => {
         { role: "tool", tool_call_id: "c1", content: "42" },
       ],
     };
-    expect(text(body)).toBe(`\u0000massistant\u0000c\u0000F${canonicalize(calls)}\u0000mtool\u0000c42\u0000Ic1`);
+    expect(text(body)).toBe(`\u0000massistant\u0000c\u0000F${canonicalize(calls)}\u0000mtool\u0000c\u0000t42\u0000Ic1`);
   });
 
   it("reads completions `prompt`, responses `instructions` then `input`, embeddings `input`", () => {
@@ -151,12 +151,13 @@ describe("text mode", () => {
   });
 
   it("counts the prefix in code points and never splits a surrogate pair", () => {
+    // "\u0000muser\u0000c\u0000t" is 10 code points of markers and role.
     const emoji = "😀".repeat(3000);
     const out = text({ messages: [{ role: "user", content: emoji }] }, 1024);
     expect(codePoints(out)).toBe(1024);
-    expect(out).toBe(`\u0000muser\u0000c${"😀".repeat(1024 - 8)}`);
+    expect(out).toBe(`\u0000muser\u0000c\u0000t${"😀".repeat(1024 - 10)}`);
     // The cut falls exactly between the two units of a pair: the pair is kept whole, not split.
-    const ascii = "a".repeat(1024 - 8 - 1);
+    const ascii = "a".repeat(1024 - 10 - 1);
     const cut = text({ messages: [{ role: "user", content: `${ascii}😀b` }] }, 1024);
     expect(cut.endsWith("a😀")).toBe(true);
     expect(codePoints(cut)).toBe(1024);
@@ -178,7 +179,7 @@ describe("text mode", () => {
 
   it("markers cannot be confused with content: content that spells a marker stays distinct", () => {
     const two = { messages: [{ role: "user", content: "x" }, { role: "user", content: "y" }] };
-    const forged = { messages: [{ role: "user", content: "x\u0000muser\u0000cy" }] };
+    const forged = { messages: [{ role: "user", content: "x\u0000muser\u0000c\u0000ty" }] };
     expect(text(forged)).not.toBe(text(two));
     const named = { messages: [{ role: "user", name: "n", content: "c" }] };
     const forgedName = { messages: [{ role: "user\u0000nn", content: "c" }] };
@@ -211,5 +212,23 @@ describe("text mode", () => {
     expect(text(ask("refunds?"), 4096)).toBe(text(ask("what about shipping?"), 4096));
     expect(codePoints(text(ask("refunds?"), 4096))).toBe(4096);
     expect(text(ask("refunds?"), 8192)).not.toBe(text(ask("what about shipping?"), 8192));
+  });
+});
+
+describe("text mode — equivalent content shapes", () => {
+  const input = (content: unknown) =>
+    routingInput({ messages: [{ role: "user", content }] }, { mode: "text", prefixLength: 4096 });
+
+  it("string content and a single text part give the same input, as chat templates render them alike", () => {
+    expect(input("hello")).toBe(input([{ type: "text", text: "hello" }]));
+    expect(input("")).toBe(input(null));
+    expect(input("")).toBe(input([]));
+  });
+
+  it("a long message is cut before escaping: the result equals escaping the whole message", () => {
+    const big = `a\u0000b${"x".repeat(200_000)}`;
+    const out = input(big);
+    expect(out.startsWith("\u0000muser\u0000c\u0000ta\u0000\u0000bxxx")).toBe(true);
+    expect([...out].length).toBe(4096);
   });
 });

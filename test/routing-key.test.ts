@@ -62,9 +62,9 @@ describe("routing key — known-answer vectors (changing any of them is a breaki
     const text = await createRouter({ targets });
     const ask = (q: string) => ({ body: { model: "m", messages: [{ role: "user", content: q }] } });
     const expected: [string, string, string][] = [
-      ["hello", "8ca6b3305072e6a8", "r6,r3,r1,r5,r2,r0,r4"],
-      ["what is the refund policy?", "667db9661bc00b1e", "r5,r2,r4,r0,r3,r6,r1"],
-      ["bonjour", "773b6ad182ac9223", "r3,r2,r5,r0,r6,r4,r1"],
+      ["hello", "98776b1521717654", "r0,r1,r3,r2,r5,r4,r6"],
+      ["what is the refund policy?", "cef43239f376bdfd", "r4,r6,r1,r3,r0,r5,r2"],
+      ["bonjour", "56f0fff9534c8580", "r4,r5,r0,r1,r6,r3,r2"],
     ];
     for (const [q, key, order] of expected) {
       const ranking = text.rank(ask(q));
