@@ -22,6 +22,31 @@ export interface GenerationSpec {
   outputTokens: number;
 }
 
+/** One AWS event-stream message, as smithy's `EventStreamCodec` encodes it. */
+export type EventStreamMessage = Parameters<import("@smithy/core/event-streams").EventStreamCodec["encode"]>[0];
+
+/** Encodes AWS event-stream frames (smithy's codec, loaded lazily so the fleet's other parts need no AWS package). */
+export interface EventStreamEncoder {
+  encode(message: EventStreamMessage): Uint8Array;
+}
+
+/**
+ * Loads smithy's `EventStreamCodec` from the optional peer `@smithy/core` (a dependency of the
+ * AWS SDK). `undefined` when it is not installed: the SageMaker streaming route then answers
+ * with an error that says so, and everything else works.
+ */
+export async function loadEventStreamEncoder(): Promise<EventStreamEncoder | undefined> {
+  try {
+    const [{ EventStreamCodec }, { fromUtf8, toUtf8 }] = await Promise.all([
+      import("@smithy/core/event-streams"),
+      import("@smithy/core/serde"),
+    ]);
+    return new EventStreamCodec(toUtf8, fromUtf8);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The instance a handler serves (implemented by live.ts). */
 export interface InstanceRuntime {
   /** Instance id, sent in `x-prefix-router-instance`. */
@@ -33,7 +58,12 @@ export interface InstanceRuntime {
   /** Output tokens when a request sets no limit. */
   readonly defaultMaxTokens: number;
   /** SageMaker production variants (first = default) and inference components → model. */
-  readonly sagemaker: { readonly variants: readonly string[]; readonly inferenceComponents: Readonly<Record<string, string>> };
+  readonly sagemaker: {
+    readonly variants: readonly string[];
+    readonly inferenceComponents: Readonly<Record<string, string>>;
+    /** The AWS event-stream encoder, or `undefined` when the optional peer `@smithy/core` is missing. */
+    readonly eventStream: EventStreamEncoder | undefined;
+  };
   /** Current fault knobs. */
   currentFaults(): Readonly<FaultKnobs>;
   /** The instance's seeded random source (fault draws). */

@@ -15,7 +15,7 @@ import type { EngineConfig } from "./config.js";
 import { Engine, type EngineCallbacks, type EngineTicket } from "./engine.js";
 import { FleetError } from "./errors.js";
 import { applyFaults, DEFAULT_FAULTS, type FaultKnobs } from "./faults.js";
-import { sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
+import { loadEventStreamEncoder, sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
 import { renderMetrics } from "./metrics.js";
 import { handleOpenAI } from "./openai-server.js";
 import { createRandom, type RandomSource } from "./random.js";
@@ -330,6 +330,7 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
   const clock = options.clock ?? performance;
   const wallClock = options.wallClock ?? Date.now;
   const seed = options.seed ?? 0;
+  const eventStream = await loadEventStreamEncoder();
   const startMs = clock.now();
   const instances = ids.map((id, i) => {
     const engine = new Engine({
@@ -342,7 +343,7 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
     return new Instance(id, host, engine, driver, rng, {
       models,
       defaultMaxTokens,
-      sagemaker: { variants, inferenceComponents },
+      sagemaker: { variants, inferenceComponents, eventStream },
       wallClock,
     });
   });

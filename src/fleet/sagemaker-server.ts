@@ -29,13 +29,13 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { EventStreamCodec } from "@smithy/core/event-streams";
-import { fromUtf8, toUtf8 } from "@smithy/core/serde";
 import { isFleetError } from "./errors.js";
 import { internalError, parseJson, readBody, runGeneration, sendJson, servedHeaders, usageOf, type InstanceRuntime } from "./http-common.js";
 import { outputTokensOf } from "./openai-server.js";
 import { renderPrompt } from "./template.js";
 import { countTokens, fillerText, fillerToken } from "./tokenizer.js";
+
+const utf8 = new TextEncoder();
 
 const ROUTE = /^\/endpoints\/([^/]+)\/(invocations|invocations-response-stream)$/;
 
@@ -144,15 +144,18 @@ function serve(
   const id = `chatcmpl-${rt.id}-${rt.nextSequence()}`;
   const created = Math.floor(rt.wallClockMs() / 1000);
   const attributes = (p: number, c: number): string => `instance=${rt.id},prompt_tokens=${p},cached_tokens=${c}`;
-  const codec = new EventStreamCodec(toUtf8, fromUtf8);
+  const codec = rt.sagemaker.eventStream;
+  if (stream && codec === undefined) {
+    return modelError(rt, res, 500, "The emulated SageMaker response stream needs the optional peer dependency @smithy/core (npm install @smithy/core)");
+  }
   const part = (text: string): Uint8Array =>
-    codec.encode({
+    codec!.encode({
       headers: {
         ":event-type": { type: "string", value: "PayloadPart" },
         ":message-type": { type: "string", value: "event" },
         ":content-type": { type: "string", value: "application/octet-stream" },
       },
-      body: fromUtf8(text),
+      body: utf8.encode(text),
     });
   const sse = (choices: unknown[], usage?: unknown): string =>
     `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices, ...(usage ? { usage } : {}) })}\n\n`;
@@ -179,13 +182,13 @@ function serve(
       },
       onStreamError(generated) {
         res.end(
-          codec.encode({
+          codec!.encode({
             headers: {
               ":message-type": { type: "string", value: "exception" },
               ":exception-type": { type: "string", value: "ModelStreamError" },
               ":content-type": { type: "string", value: "application/json" },
             },
-            body: fromUtf8(JSON.stringify({ Message: `Injected fault: model stream error after ${generated} tokens`, ErrorCode: "ModelStreamError" })),
+            body: utf8.encode(JSON.stringify({ Message: `Injected fault: model stream error after ${generated} tokens`, ErrorCode: "ModelStreamError" })),
           }),
         );
       },
