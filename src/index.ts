@@ -36,10 +36,11 @@ export type {
   TargetStats,
 } from "./router.js";
 export type { LatencySummary } from "./target-state.js";
-export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, createRoutedFetch } from "./openai/routed-fetch.js";
+export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter.js";
+export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/routed-fetch.js";
 export { TARGET_HEADER } from "./openai/body.js";
-export { getRouter, routeOpenAI } from "./openai/client.js";
+export { routeOpenAI } from "./openai/client.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
 export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";
 export type {

@@ -16,7 +16,8 @@
  */
 import { createRouter } from "../router.js";
 import type { Strategy } from "../router.js";
-import { getRouter, routeOpenAI } from "../openai/client.js";
+import { getRouter } from "../adapter.js";
+import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
 import { createRandom } from "../fleet/random.js";
 import { startFleet } from "../fleet/live.js";

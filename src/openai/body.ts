@@ -15,7 +15,7 @@
  */
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../router.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./routed-fetch.js";
-import { scannerFor } from "./usage.js";
+import { scannerFor } from "../internal/usage.js";
 
 /** Response header naming the target that served a routed request. */
 export const TARGET_HEADER = "x-prefix-router-target";

@@ -6,8 +6,8 @@
  * Only types come from `openai`: it is an optional peer dependency.
  */
 import { describe } from "../internal/validate.js";
-import type { Router } from "../router.js";
-import { type FetchLike, type OpenAITarget, ROUTER, type RoutedFetchOptions, buildRoutedFetch } from "./routed-fetch.js";
+import { ROUTER } from "../adapter.js";
+import { type FetchLike, type OpenAITarget, type RoutedFetchOptions, buildRoutedFetch } from "./routed-fetch.js";
 
 /**
  * What {@link routeOpenAI} needs from a client: a `baseURL` and `withOptions()`. `OpenAI` and
@@ -87,24 +87,4 @@ export async function routeOpenAI<C extends RoutableClient, T extends OpenAITarg
   const next = client.withOptions({ fetch: routed.fetch }) as C;
   Object.defineProperty(next, ROUTER, { value: routed.router });
   return next;
-}
-
-/**
- * The router behind a client returned by {@link routeOpenAI} (also after `withOptions` on it),
- * behind a client constructed with `fetch` from {@link createRoutedFetch}, or behind that fetch
- * itself; `undefined` for anything else.
- *
- * @example
- * const { targets, totals } = getRouter(client)!.stats();
- */
-export function getRouter<T extends OpenAITarget = OpenAITarget>(client: unknown): Router<T> | undefined {
-  if (client === null || (typeof client !== "object" && typeof client !== "function")) return undefined;
-  const direct = (client as Record<symbol, unknown>)[ROUTER];
-  if (direct !== undefined) return direct as Router<T>;
-  const fetch = (client as { fetch?: unknown }).fetch;
-  if (typeof fetch === "function") {
-    const viaFetch = (fetch as unknown as Record<symbol, unknown>)[ROUTER];
-    if (viaFetch !== undefined) return viaFetch as Router<T>;
-  }
-  return undefined;
 }

@@ -13,6 +13,7 @@
  * headers have arrived nothing is retried, so no request runs twice.
  */
 import { RouterError, isRouterError } from "../errors.js";
+import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
 import { withAttempts } from "../internal/attempts.js";
 import { checkFunction, checkInteger, describe } from "../internal/validate.js";
 import {
@@ -27,7 +28,7 @@ import {
   createRouter,
 } from "../router.js";
 import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
-import { judgeFetchError } from "./failures.js";
+import { judgeFetchError } from "../internal/failures.js";
 
 /** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -116,13 +117,6 @@ export interface RoutedFetch<T extends OpenAITarget = OpenAITarget> {
   router: Router<T>;
 }
 
-/** @internal Where the router is kept on a routed fetch and a routed client; `Symbol.for`, so copies of the package agree. */
-export const ROUTER = Symbol.for("prefix-router.router");
-
-/** Default of {@link RoutedFetchOptions.attempts}. */
-export const DEFAULT_ATTEMPTS = 2;
-/** Largest accepted {@link RoutedFetchOptions.attempts}. */
-export const MAX_ATTEMPTS = 16;
 
 /**
  * Creates a `fetch` that routes OpenAI-compatible requests across `options.targets`, and the

@@ -6,7 +6,7 @@
 import { canonicalize, parseJson } from "../canonical-json.js";
 import type { ReleaseInfo } from "../router.js";
 import { describe } from "../internal/validate.js";
-import { JSON_TAIL_BYTES, findUsage, usageOf } from "../openai/usage.js";
+import { JSON_TAIL_BYTES, findUsage, usageOf } from "../internal/usage.js";
 
 const encoder = new TextEncoder();
 

@@ -15,7 +15,7 @@
  * message text.
  */
 import type { AttemptFailure } from "../internal/attempts.js";
-import { RETRYABLE_CODES, connectionCode } from "../openai/failures.js";
+import { RETRYABLE_CODES, connectionCode } from "../internal/failures.js";
 
 /** SageMaker error names that mean the request did not run and may go elsewhere. */
 const RETRYABLE_NAMES: ReadonlySet<string> = new Set(["ServiceUnavailable", "ModelNotReadyException"]);

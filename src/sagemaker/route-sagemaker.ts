@@ -26,7 +26,7 @@ import { checkInteger, describe } from "../internal/validate.js";
 import { type Lease, type RouteRequest, type Router, type RouterOptions, type TargetSpec, createRouter, validateTargets } from "../router.js";
 import { prepareBody, readBody, usageOfBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
-import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../openai/routed-fetch.js";
+import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
 import { LeasedEventStream, type StreamRegistry, newStreamRegistry } from "./stream.js";
 
 /**

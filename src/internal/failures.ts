@@ -9,7 +9,7 @@
  * against the target but is not retried (the server may be running the request). An abort is
  * the caller's decision and counts against nobody.
  */
-import type { AttemptFailure } from "../internal/attempts.js";
+import type { AttemptFailure } from "./attempts.js";
 
 /** Error codes (Node.js `errno` codes and undici codes) of connections that failed before a response. */
 export const RETRYABLE_CODES: ReadonlySet<string> = new Set([
