@@ -20,9 +20,7 @@ export type RouterErrorCode =
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"
   /** No target serves the requested model, or every target that does is draining (weight 0). */
-  | "ERR_NO_ELIGIBLE_TARGET"
-  /** An adapter tried every attempt it was allowed and each failed before the server answered. */
-  | "ERR_ATTEMPTS_EXHAUSTED";
+  | "ERR_NO_ELIGIBLE_TARGET";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -7,7 +7,6 @@
  * passive ejection; the next attempt excludes every target already tried, so it lands on the
  * key's next choice that has room.
  */
-import { RouterError } from "../errors.js";
 import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../router.js";
 
 /** How one failed attempt is judged. */
@@ -30,19 +29,16 @@ export async function withAttempts<T extends TargetSpec, R>(
   judge: (error: unknown) => AttemptFailure,
 ): Promise<R> {
   const tried = new Set<string>();
-  let lastError: unknown;
-  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+  for (let attempt = 1; ; attempt++) {
     const lease = router.route(request, { exclude: tried, attempt });
     try {
       return await send(lease);
     } catch (error) {
       const verdict = judge(error);
       lease.release(verdict.outcome);
-      lastError = error;
       tried.add(lease.target.id);
-      const eligible = router.rank(request).targets.length;
-      if (!verdict.retry || attempt === maxAttempts || tried.size >= eligible) throw error;
+      // The last attempt's own error reaches the caller: it says what went wrong.
+      if (!verdict.retry || attempt >= maxAttempts || tried.size >= router.rank(request).targets.length) throw error;
     }
   }
-  throw new RouterError("ERR_ATTEMPTS_EXHAUSTED", `All ${maxAttempts} attempts failed`, { cause: lastError });
 }
