@@ -72,11 +72,12 @@ export interface PolicyFactory {
  * const factories = [routerPolicy("random"), routerPolicy("prefix-aware")];
  */
 export function routerPolicy(strategy: Strategy): PolicyFactory {
-  const keyed = strategy !== "random" && strategy !== "least-outstanding";
+  // `longest-prefix` matches blocks over the whole input: it has a load guard but no prefix length.
+  const loadBased = strategy === "random" || strategy === "least-outstanding";
   return {
     name: strategy,
-    usesPrefixLength: keyed,
-    usesConcurrencyThreshold: keyed,
+    usesPrefixLength: !loadBased && strategy !== "longest-prefix",
+    usesConcurrencyThreshold: !loadBased,
     async create(ctx) {
       const router = await createRouter({
         targets: ctx.targets.map((id) => ({ id })),
