@@ -36,6 +36,9 @@ export type {
   TargetStats,
 } from "./router.js";
 export type { LatencySummary } from "./target-state.js";
+export { DEFAULT_LONGEST_PREFIX } from "./longest-prefix.js";
+export type { LongestPrefixOptions } from "./longest-prefix.js";
+export type { PrefixIndexStats } from "./prefix-index.js";
 export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter.js";
 export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/routed-fetch.js";

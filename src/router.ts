@@ -19,6 +19,14 @@ import {
   textPrefix,
 } from "./routing-input.js";
 import { type EjectionPolicy, type LatencySummary, TargetState, newHistogram, summarize } from "./target-state.js";
+import {
+  type BlockChain,
+  type LongestPrefixConfig,
+  type LongestPrefixOptions,
+  LongestPrefixRouting,
+  resolveLongestPrefixOptions,
+} from "./longest-prefix.js";
+import type { PrefixIndexStats } from "./prefix-index.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */
 export interface TargetSpec {
@@ -34,11 +42,11 @@ export interface TargetSpec {
   readonly models?: readonly string[];
 }
 
-/** Routing strategies. */
-export type Strategy = "prefix-aware" | "least-outstanding" | "random";
+/** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
+export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
 
 /** All strategies, in the order the benchmark lists them. */
-export const STRATEGIES: readonly Strategy[] = ["random", "least-outstanding", "prefix-aware"];
+export const STRATEGIES: readonly Strategy[] = ["random", "least-outstanding", "prefix-aware", "longest-prefix"];
 
 /** What a pick was: the key's first choice, a later choice, or a load-based pick. */
 export type PickKind = "preferred" | "spillover" | "fallback" | "random" | "least-outstanding";
@@ -117,6 +125,11 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default { consecutiveFailures: 5, baseEjectionMs: 30000, maxEjectionMs: 300000 }
    */
   ejection?: EjectionOptions | false;
+  /**
+   * Settings of the `longest-prefix` strategy (ignored by the others, but validated).
+   * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
+   */
+  longestPrefix?: LongestPrefixOptions;
 }
 
 export const DEFAULT_STRATEGY: Strategy = "prefix-aware";
@@ -241,6 +254,8 @@ export interface RouterStats {
     ttftMs: LatencySummary | null;
     cachedTokenRatio: number | null;
   };
+  /** The `longest-prefix` strategy's block index; present only with that strategy. */
+  prefixIndex?: PrefixIndexStats;
 }
 
 /** The key's ranking of eligible targets, as {@link Router.rank} returns it. */
@@ -280,7 +295,11 @@ export interface Router<T extends TargetSpec = TargetSpec> {
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
   const config = validateOptions(options);
   const api = await loadHasher();
-  return new PrefixRouter<T>(config, new KeyHasher(api, config.seed));
+  const longest =
+    config.strategy === "longest-prefix"
+      ? new LongestPrefixRouting(api, config.seed, config.mode, config.longestPrefix, config.clock)
+      : undefined;
+  return new PrefixRouter<T>(config, new KeyHasher(api, config.seed), longest);
 }
 
 interface Config<T extends TargetSpec> {
@@ -294,6 +313,7 @@ interface Config<T extends TargetSpec> {
   clock: Clock;
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
+  longestPrefix: LongestPrefixConfig;
 }
 
 function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
@@ -344,6 +364,7 @@ function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Confi
     clock,
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
+    longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
   };
 }
 
@@ -400,6 +421,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
   constructor(
     private readonly config: Config<T>,
     private readonly hasher: KeyHasher,
+    private readonly longest?: LongestPrefixRouting,
   ) {
     this.strategy = config.strategy;
     this.mode = config.mode;
@@ -450,6 +472,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
       byModel: new LRUCache({ max: MODEL_CACHE_SIZE }),
     };
     if (this.scratchScores.length < list.length) this.scratchScores = new Float64Array(list.length);
+    this.longest?.setTargets(list);
   }
 
   route(request: RouteRequest, options?: RouteOptions): Lease<T> {
@@ -462,9 +485,19 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
 
     let pick: { index: number; kind: PickKind; rank: number };
     let key: bigint | undefined;
+    let chain: BlockChain | undefined;
     if (this.strategy === "prefix-aware" && body !== undefined) {
       key = this.keyOf(body, tenant, model);
       pick = key === undefined ? this.leastOutstanding(snap, candidates, exclude, now) : this.prefixAware(snap, candidates, key, exclude, now);
+    } else if (this.longest !== undefined && body !== undefined) {
+      chain = this.longest.chain(body, tenant, model);
+      if (chain === undefined) {
+        pick = this.leastOutstanding(snap, candidates, exclude, now);
+      } else {
+        const p = this.longest.choose(snap, candidates, chain, exclude, now, this.concurrencyThreshold);
+        key = p.key;
+        pick = p;
+      }
     } else if (this.strategy === "random") {
       pick = this.weightedRandom(snap, candidates, exclude, now);
     } else {
@@ -484,6 +517,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
       attempt,
       atMs: now,
     });
+    if (chain !== undefined) this.longest?.commit(snap, pick.index, chain);
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
@@ -494,6 +528,12 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
     const snap = this.snapshot;
     const { tenant, model, body } = this.readRequest(request);
     const candidates = this.eligible(snap, model);
+    if (this.longest !== undefined) {
+      const chain = body === undefined ? undefined : this.longest.chain(body, tenant, model);
+      if (chain === undefined) return { key: undefined, targets: Array.from(candidates, (i) => snap.targets[i] as T) };
+      const r = this.longest.ranking(snap, candidates, chain);
+      return { key: r.key, targets: r.order.map((i) => snap.targets[i] as T) };
+    }
     const key = body === undefined ? undefined : this.keyOf(body, tenant, model);
     const order = key === undefined ? Array.from(candidates) : this.ranked(snap, candidates, key);
     return { key, targets: order.map((i) => snap.targets[i] as T) };
@@ -757,7 +797,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
         cachedTokenRatio: s.promptTokens === 0 ? null : s.cachedTokens / s.promptTokens,
       }),
     );
-    return { targets, totals };
+    return this.longest === undefined ? { targets, totals } : { targets, totals, prefixIndex: this.longest.stats() };
   }
 }
 

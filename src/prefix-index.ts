@@ -1,0 +1,138 @@
+/**
+ * Prefix index: for each target, a bounded LRU of the prompt blocks it was recently sent — an
+ * approximation of that target's prefix cache, kept on the client (the llm-d / SGLang-gateway
+ * idea, without any feedback from the engine).
+ *
+ * - A block is identified by its 32-bit chained hash (see `longest-prefix.ts`): the hash of a
+ *   block covers every byte before it, so "block i present" stands for "the first i + 1 blocks
+ *   were sent here".
+ * - Recording a request inserts (or refreshes) its blocks from the last to the first, so the
+ *   first block of a prefix is always the most recently used: the LRU evicts the tail of a
+ *   prefix before its head, as vLLM's block pool does. Presence along a chain is therefore
+ *   prefix-closed in practice, and {@link TargetBlocks.matchLength} finds the longest held prefix
+ *   by binary search.
+ * - TTL: an entry's value is the time it was last recorded, in units of `ttlMs / 1024`; a lookup
+ *   treats older entries as absent and deletes them. Times are read from the router's clock.
+ *
+ * Cost: lookup O(log n) map probes per target for a chain of n blocks; recording O(n).
+ * Memory: lru-cache preallocates its slot arrays for `capacityBlocks` on the first record, and a
+ * `Map` entry per held block; with 32-bit keys (V8 small integers, no heap number per key) that is
+ * {@link BYTES_PER_SLOT} per slot of capacity plus {@link BYTES_PER_ENTRY} per held block —
+ * ≈ 52 bytes per block when full (measured: test/longest-prefix-memory.test.ts).
+ */
+import { LRUCache } from "lru-cache";
+
+/**
+ * Bytes preallocated per slot of capacity: key and value arrays (8 + 8), the `next`/`prev` links
+ * and the free stack (3 × 2 bytes below 65,536 slots, 3 × 4 above).
+ */
+export const BYTES_PER_SLOT = 22;
+/** Bytes per held block in the `Map` of an LRU (V8 ordered hash table: 3 words + buckets + growth slack). */
+export const BYTES_PER_ENTRY = 32;
+
+/** TTL resolution: an entry's age is measured in `ttlMs / TTL_UNITS`. */
+const TTL_UNITS = 1024;
+
+/** Index statistics, as reported under `router.stats().prefixIndex`. */
+export interface PrefixIndexStats {
+  /** Blocks held over all targets (expired entries count until a lookup or eviction drops them). */
+  blocks: number;
+  /** Capacity per target, in blocks. */
+  capacityBlocks: number;
+  /** Estimated heap bytes of the index: preallocated slots of every allocated target plus held blocks. */
+  estimatedBytes: number;
+  /** Blocks held per target id (targets never recorded to are listed with 0). */
+  targets: { id: string; blocks: number }[];
+}
+
+/** Clock view the index needs: time now in ms. */
+export interface IndexClock {
+  now(): number;
+}
+
+/** Shared settings of every target's index. */
+export interface IndexSettings {
+  readonly capacityBlocks: number;
+  /** 0: entries never expire. */
+  readonly ttlMs: number;
+  readonly clock: IndexClock;
+  /** Clock reading at creation; ages are measured from it. */
+  readonly originMs: number;
+}
+
+/** @internal The block index of one target. */
+export class TargetBlocks {
+  private lru: LRUCache<number, number> | undefined;
+
+  constructor(
+    readonly id: string,
+    private readonly settings: IndexSettings,
+  ) {}
+
+  /** Blocks held. */
+  get size(): number {
+    return this.lru === undefined ? 0 : this.lru.size;
+  }
+
+  /** Whether slot arrays were allocated (on the first record). */
+  get allocated(): boolean {
+    return this.lru !== undefined;
+  }
+
+  /**
+   * Number of leading blocks of `keys[0..n)` held here. `now` is `ttlNow()` (ignored without
+   * TTL). Binary search over the prefix-closed chain: probes block 0 first, since most targets
+   * hold none of a given request.
+   */
+  matchLength(keys: Int32Array, n: number, now: number): number {
+    const lru = this.lru;
+    if (lru === undefined || n === 0 || !this.holds(lru, keys[0] as number, now)) return 0;
+    // Invariant: block lo - 1 held; block hi not held (hi = n: unknown, treated as the end).
+    let lo = 1;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.holds(lru, keys[mid] as number, now)) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  /** Inserts or refreshes `keys[0..n)`, last first, so the head of the chain is the most recent. */
+  record(keys: Int32Array, n: number, now: number): void {
+    if (n === 0) return;
+    this.lru ??= new LRUCache<number, number>({ max: this.settings.capacityBlocks });
+    const lru = this.lru;
+    const value = this.settings.ttlMs > 0 ? now : 0;
+    for (let i = n - 1; i >= 0; i--) lru.set(keys[i] as number, value);
+  }
+
+  /** Estimated heap bytes. */
+  estimatedBytes(): number {
+    if (this.lru === undefined) return 0;
+    const c = this.settings.capacityBlocks;
+    const slot = c <= 65_536 ? BYTES_PER_SLOT : BYTES_PER_SLOT + 6;
+    return c * slot + this.lru.size * BYTES_PER_ENTRY;
+  }
+
+  private holds(lru: LRUCache<number, number>, key: number, now: number): boolean {
+    if (this.settings.ttlMs === 0) return lru.has(key);
+    const at = lru.peek(key);
+    if (at === undefined) return false;
+    if (now - at > TTL_UNITS) {
+      lru.delete(key);
+      return false;
+    }
+    return true;
+  }
+}
+
+/**
+ * The current time in TTL units (`ttlMs / 1024` since the index was created), or 0 without TTL.
+ * A small integer for about 2 million TTLs, so stored times stay V8 small integers.
+ * @internal
+ */
+export function ttlNow(settings: IndexSettings): number {
+  if (settings.ttlMs === 0) return 0;
+  return Math.floor(((settings.clock.now() - settings.originMs) * TTL_UNITS) / settings.ttlMs);
+}

@@ -1,0 +1,552 @@
+import fc from "fast-check";
+import xxhash from "xxhash-wasm";
+import { describe, expect, it } from "vitest";
+import { writeUtf16le } from "../src/longest-prefix.js";
+import {
+  DEFAULT_LONGEST_PREFIX,
+  STRATEGIES,
+  createRouter,
+  routingInput,
+  type Lease,
+  type LongestPrefixOptions,
+  type Router,
+  type RouterOptions,
+  type TargetSpec,
+} from "prefix-router";
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+class FakeClock {
+  t = 1000;
+  now(): number {
+    return this.t;
+  }
+}
+
+/** Deterministic filler text: `chars` characters that depend on `id` from the first word on. */
+function text(id: string, chars: number): string {
+  let out = "";
+  let x = 0x811c9dc5;
+  for (const c of id) x = Math.imul(x ^ c.charCodeAt(0), 0x01000193);
+  while (out.length < chars) {
+    x = Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) >>> 0;
+    out += `${id}-${x.toString(36)} `;
+  }
+  return out.slice(0, chars);
+}
+
+/** Known answers of the routing key and ranking (bytes mode, 5 targets, seed 0). */
+const KEY = 0x5b948c7f_0000_0100n;
+const ORDER = ["t4", "t1", "t0", "t2", "t3"];
+const TENANT_KEY = 0x40b9419b_0000_0100n;
+const TENANT_ORDER = ["t1", "t0", "t4", "t3", "t2"];
+
+const SYSTEM = text("system prompt", 3000);
+
+/** A chat body: the shared system prompt, then `doc`, then `question`. */
+const rag = (doc: string, question = "What does it say?") => ({
+  model: "m",
+  messages: [
+    { role: "system", content: SYSTEM },
+    { role: "user", content: `${text(doc, 6000)}\n\nQuestion: ${question}` },
+  ],
+});
+
+const ids = (n: number): TargetSpec[] => Array.from({ length: n }, (_, i) => ({ id: `t${i}` }));
+
+function lp(targets: TargetSpec[], longestPrefix: LongestPrefixOptions = {}, extra: Partial<RouterOptions> = {}): Promise<Router> {
+  return createRouter({ targets, strategy: "longest-prefix", ejection: false, random: () => 0.5, ...extra, longestPrefix });
+}
+
+/** Routes `body` to `id` by excluding every other target; releases at once. */
+function sendTo(router: Router, id: string, body: object, tenant?: string): void {
+  const others = router.targets().map((t) => t.id).filter((x) => x !== id);
+  const lease = router.route({ body, ...(tenant === undefined ? {} : { tenant }) }, { exclude: others });
+  expect(lease.target.id).toBe(id);
+  lease.release();
+}
+
+const first = (router: Router, body: object, tenant?: string) =>
+  router.rank({ body, ...(tenant === undefined ? {} : { tenant }) }).targets[0]?.id;
+
+/**
+ * Routes `bodies` in order while keeping `open` leases in flight (the oldest is released first):
+ * a steady stream at a fixed concurrency. Returns the picks per target id.
+ */
+function stream(router: Router, bodies: Iterable<object>, open: number): Map<string, number> {
+  const counts = new Map<string, number>();
+  const leases: Lease[] = [];
+  for (const body of bodies) {
+    if (leases.length >= open) leases.shift()?.release();
+    const lease = router.route({ body });
+    counts.set(lease.target.id, (counts.get(lease.target.id) ?? 0) + 1);
+    leases.push(lease);
+  }
+  for (const lease of leases) lease.release();
+  return counts;
+}
+
+function* bodies(n: number, make: (i: number) => object): Generator<object> {
+  for (let i = 0; i < n; i++) yield make(i);
+}
+
+const blocksOf = (router: Router, id: string) => router.stats().prefixIndex?.targets.find((t) => t.id === id)?.blocks;
+
+// ---------------------------------------------------------------------------------------------
+
+describe("options", () => {
+  it("is a strategy with documented defaults", async () => {
+    expect(STRATEGIES).toContain("longest-prefix");
+    expect(DEFAULT_LONGEST_PREFIX).toEqual({
+      maxInputLength: 65_536,
+      blockSize: 256,
+      capacityBlocks: 16_384,
+      ttlMs: 0,
+      loadFactor: 1.25,
+      loadWindow: 4096,
+    });
+    expect(Object.isFrozen(DEFAULT_LONGEST_PREFIX)).toBe(true);
+    const router = await lp(ids(2));
+    expect(router.strategy).toBe("longest-prefix");
+    expect(router.stats().prefixIndex).toEqual({
+      blocks: 0,
+      capacityBlocks: 16_384,
+      estimatedBytes: 0,
+      targets: [
+        { id: "t0", blocks: 0 },
+        { id: "t1", blocks: 0 },
+      ],
+    });
+  });
+
+  it.each([
+    [{ maxInputLength: 1000 }, RangeError, "Expected `longestPrefix.maxInputLength` to be an integer from 1024 to 1048576, got 1000"],
+    [{ blockSize: 32 }, RangeError, "Expected `longestPrefix.blockSize` to be an integer from 64 to 16384, got 32"],
+    [{ blockSize: 100.5 }, TypeError, "Expected `longestPrefix.blockSize` to be an integer from 64 to 16384, got 100.5"],
+    [{ capacityBlocks: 0 }, RangeError, "Expected `longestPrefix.capacityBlocks` to be an integer from 1 to 16777216, got 0"],
+    [{ ttlMs: -1 }, RangeError, "Expected `longestPrefix.ttlMs` to be a number from 0 to 2147483647, got -1"],
+    [{ loadFactor: 0.9 }, RangeError, "Expected `longestPrefix.loadFactor` to be a number from 1 to 100, got 0.9"],
+    [{ loadFactor: "2" }, TypeError, 'Expected `longestPrefix.loadFactor` to be a number from 1 to 100, got "2"'],
+    [{ loadWindow: 0 }, RangeError, "Expected `longestPrefix.loadWindow` to be an integer from 1 to 1000000, got 0"],
+  ] as const)("rejects %j", async (options, type, message) => {
+    const error = await lp(ids(2), options as LongestPrefixOptions).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(type);
+    expect((error as Error).message).toBe(message);
+  });
+
+  it("rejects a non-object, even for another strategy", async () => {
+    await expect(createRouter({ targets: ids(2), longestPrefix: 5 as never })).rejects.toThrow(
+      "Expected `longestPrefix` to be an object, got 5",
+    );
+  });
+
+  it("accepts loadFactor Infinity (no bounded load)", async () => {
+    await expect(lp(ids(2), { loadFactor: Number.POSITIVE_INFINITY })).resolves.toBeDefined();
+  });
+});
+
+describe("known answers (changing them is a breaking change)", () => {
+  // Bytes mode over raw (non-JSON) bytes: the routing input is the bytes themselves.
+  const raw = new TextEncoder().encode(`~${"x".repeat(999)}`);
+
+  it("pins the routing key and pick of a fixed request", async () => {
+    const router = await lp(ids(5), {}, { mode: "bytes" });
+    // 1,000 bytes: 3 blocks of 256 and a partial one; nothing is held, so the key is the first
+    // block's chain key and its end offset (256).
+    const ranking = router.rank({ body: raw });
+    expect(ranking.key).toBe(KEY);
+    expect(ranking.targets.map((t) => t.id)).toEqual(ORDER);
+    const tenant = router.rank({ body: raw, tenant: "acme" });
+    expect(tenant.key).toBe(TENANT_KEY);
+    expect(tenant.targets.map((t) => t.id)).toEqual(TENANT_ORDER);
+  });
+
+  it("follows the documented chain: k_-1 = fold(xxh64(header, seed)), k_i = xxh32(block_i, k_i-1)", async () => {
+    const api = await xxhash();
+    // Blocks are 256 bytes in bytes mode, 256 UTF-16 code units (512 bytes, little-endian) in text mode.
+    const keyOf = (mode: "t" | "b", tenant: string | undefined, model: string | undefined, seed: bigint, input: Uint8Array) => {
+      const size = mode === "t" ? 512 : 256;
+      const t = [...(tenant ?? "")].map((c) => c.charCodeAt(0));
+      const m = model === undefined ? [0xff, 0xff, 0xff, 0xff] : [model.length, 0, 0, 0, ...[...model].map((c) => c.charCodeAt(0))];
+      // 'L', version 1, mode, tenant length, tenant, model length u32 LE (+ model), block size u32 LE
+      const header = Uint8Array.from([0x4c, 1, mode.charCodeAt(0), t.length, ...t, ...m, 0, 1, 0, 0]);
+      const h = api.h64Raw(header, seed);
+      let k = (Number(h >> 32n) ^ Number(h & 0xffff_ffffn)) >>> 0;
+      // Keys (with their end offsets) of every block, the partial last one included.
+      const keys: bigint[] = [];
+      for (let at = 0; at < input.length; at += size) {
+        const end = Math.min(at + size, input.length);
+        k = api.h32Raw(input.subarray(at, end), k);
+        keys.push((BigInt(k) << 32n) | BigInt(end));
+      }
+      return keys;
+    };
+    const bytes = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY }, { mode: "bytes" });
+    expect(bytes.rank({ body: raw }).key).toBe(keyOf("b", undefined, undefined, 0n, raw)[0]);
+    expect(bytes.rank({ body: raw, tenant: "acme", model: "m" }).key).toBe(keyOf("b", "acme", "m", 0n, raw)[0]);
+    // Once the three full blocks are held somewhere, the key is the partial last block's.
+    sendTo(bytes, "t0", raw);
+    expect(bytes.rank({ body: raw }).key).toBe(keyOf("b", undefined, undefined, 0n, raw)[3]);
+    // A longer request that shares the first two blocks diverges at the third.
+    const longer = Uint8Array.from([...raw.subarray(0, 600), ...new TextEncoder().encode("y".repeat(600))]);
+    expect(bytes.rank({ body: longer }).key).toBe(keyOf("b", undefined, undefined, 0n, longer)[2]);
+
+    const body = { model: "m", messages: [{ role: "user", content: "x".repeat(1000) }] };
+    const prompt = routingInput(body, { mode: "text", prefixLength: 65_536 });
+    const text = new Uint8Array(prompt.length * 2);
+    for (let i = 0; i < prompt.length; i++) {
+      text[2 * i] = prompt.charCodeAt(i) & 0xff;
+      text[2 * i + 1] = prompt.charCodeAt(i) >>> 8;
+    }
+    expect((await lp(ids(5))).rank({ body }).key).toBe(keyOf("t", undefined, "m", 0n, text)[0]);
+    expect((await lp(ids(5), {}, { seed: 42 })).rank({ body, tenant: "acme" }).key).toBe(keyOf("t", "acme", "m", 42n, text)[0]);
+  });
+});
+
+describe("longest match", () => {
+  it("sends a request to the target holding the longest prefix of it", async () => {
+    const router = await lp(ids(4), { loadFactor: Number.POSITIVE_INFINITY });
+    const turn1 = { model: "m", messages: [{ role: "user", content: text("q1", 2000) }] };
+    const turn2 = { ...turn1, messages: [...turn1.messages, { role: "assistant", content: text("a1", 2000) }, { role: "user", content: "more" }] };
+    const turn3 = { ...turn2, messages: [...turn2.messages, { role: "assistant", content: text("a2", 2000) }, { role: "user", content: "again" }] };
+    sendTo(router, "t1", turn1);
+    sendTo(router, "t2", turn2);
+    expect(first(router, turn1)).toBe("t1"); // t1 and t2 hold all of turn1: tie by rendezvous
+    expect(first(router, turn3)).toBe("t2");
+    const lease = router.route({ body: turn3 });
+    expect([lease.target.id, lease.kind, lease.rank]).toEqual(["t2", "preferred", 0]);
+    lease.release();
+    // The next best match comes second: t1 holds turn1, the others nothing.
+    expect(router.rank({ body: turn3 }).targets.slice(0, 2).map((t) => t.id)).toEqual(["t2", "t1"]);
+  });
+
+  it("records what it routes: a conversation stays on its target turn after turn", async () => {
+    const router = await lp(ids(7));
+    const messages: { role: string; content: string }[] = [];
+    const seen = new Set<string>();
+    for (let turn = 0; turn < 12; turn++) {
+      messages.push({ role: "user", content: text(`u${turn}`, 700) });
+      const lease = router.route({ body: { model: "m", messages: [...messages] } });
+      seen.add(lease.target.id);
+      lease.release();
+      messages.push({ role: "assistant", content: text(`a${turn}`, 900) });
+    }
+    expect(seen.size).toBe(1);
+  });
+
+  it("reports the divergence key in decisions and leases, as rank() does", async () => {
+    const keys: (bigint | undefined)[] = [];
+    const router = await lp(ids(3), {}, { onDecision: (d) => keys.push(d.key) });
+    const body = rag("d1");
+    const expected = router.rank({ body }).key;
+    const lease = router.route({ body });
+    expect(lease.key).toBe(expected);
+    expect(keys).toEqual([expected]);
+    expect(lease.key).toBeTypeOf("bigint");
+  });
+
+  it("routes a body without prompt text by least outstanding", async () => {
+    const router = await lp(ids(3));
+    const lease = router.route({ body: { model: "m", messages: [] } });
+    expect(lease.kind).toBe("least-outstanding");
+    expect(lease.key).toBeUndefined();
+    expect(router.rank({ body: { model: "m", messages: [] } }).key).toBeUndefined();
+  });
+
+  it("reads bytes mode: the canonical JSON body", async () => {
+    const router = await lp(ids(4), { loadFactor: Number.POSITIVE_INFINITY }, { mode: "bytes" });
+    const a = { inputs: text("doc", 4000), parameters: { max_new_tokens: 5 } };
+    sendTo(router, "t3", a);
+    expect(first(router, { ...a, parameters: { max_new_tokens: 9 } })).toBe("t3");
+  });
+
+  it("only picks targets serving the model", async () => {
+    const router = await lp([{ id: "a", models: ["x"] }, { id: "b", models: ["y"] }, { id: "c" }]);
+    for (let i = 0; i < 20; i++) {
+      const lease = router.route({ body: { model: "y", messages: [{ role: "user", content: text(`q${i}`, 600) }] } });
+      expect(["b", "c"]).toContain(lease.target.id);
+      lease.release();
+    }
+  });
+});
+
+describe("placement of new prefixes", () => {
+  it("is rendezvous hashing: two routers with different histories agree where a new prefix goes", async () => {
+    const a = await lp(ids(6), { loadFactor: Number.POSITIVE_INFINITY });
+    const b = await lp(ids(6), { loadFactor: Number.POSITIVE_INFINITY });
+    // Both have seen the system prompt on every target, with different documents, in different order.
+    for (let i = 0; i < 6; i++) sendTo(a, `t${i}`, rag(`a-doc${i}`));
+    for (let i = 5; i >= 0; i--) sendTo(b, `t${i}`, rag(`b-doc${i}`));
+    for (let i = 0; i < 50; i++) {
+      const body = rag(`new${i}`);
+      expect(a.rank({ body }).targets.map((t) => t.id)).toEqual(b.rank({ body }).targets.map((t) => t.id));
+    }
+  });
+
+  it("spreads new documents behind a system prompt every target holds", async () => {
+    const router = await lp(ids(5));
+    for (let i = 0; i < 5; i++) sendTo(router, `t${i}`, rag(`warm${i}`));
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 500; i++) {
+      const lease = router.route({ body: rag(`doc${i}`) });
+      counts.set(lease.target.id, (counts.get(lease.target.id) ?? 0) + 1);
+      lease.release();
+    }
+    for (let i = 0; i < 5; i++) expect(counts.get(`t${i}`)).toBeGreaterThan(500 / 5 / 1.25);
+  });
+
+  it("spreads them without a load bound too (divergence rendezvous, not the common start)", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    for (let i = 0; i < 5; i++) sendTo(router, `t${i}`, rag(`warm${i}`));
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 500; i++) {
+      const lease = router.route({ body: rag(`doc${i}`) });
+      counts.set(lease.target.id, (counts.get(lease.target.id) ?? 0) + 1);
+      lease.release();
+    }
+    for (let i = 0; i < 5; i++) expect(counts.get(`t${i}`)).toBeGreaterThan(500 / 5 / 2);
+  });
+
+  it("gives work to a target that lacks the common start while the holders share everything", async () => {
+    // Six of seven targets hold the system prompt: within c = 1.25 they could take all the
+    // traffic (1/6 < 1.25/7), leaving t6 idle. The underload rule sends new documents to t6.
+    const router = await lp(ids(7));
+    for (let i = 0; i < 6; i++) sendTo(router, `t${i}`, rag(`warm${i}`));
+    const counts = stream(router, bodies(700, (i) => rag(`doc${i}`)), 14);
+    expect(counts.get("t6")).toBeGreaterThan(700 / 7 / 1.25);
+  });
+
+  it("moves about 1/(n+1) of new prefixes, and only onto the added target", async () => {
+    const before = await lp(ids(6));
+    const after = await lp(ids(7));
+    let moved = 0;
+    for (let i = 0; i < 700; i++) {
+      const body = { model: "m", messages: [{ role: "user", content: text(`p${i}`, 800) }] };
+      const x = first(before, body);
+      const y = first(after, body);
+      if (x !== y) {
+        moved++;
+        expect(y).toBe("t6");
+      }
+    }
+    expect(moved / 700).toBeGreaterThan(0.08);
+    expect(moved / 700).toBeLessThan(0.2);
+  });
+});
+
+describe("load guard", () => {
+  it("spills a prefix whose holder is at the concurrency threshold, to the same second target", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY }, { concurrencyThreshold: 2 });
+    const body = rag("hot");
+    const order = router.rank({ body }).targets.map((t) => t.id);
+    const leases: Lease[] = [];
+    for (let i = 0; i < 2; i++) leases.push(router.route({ body: rag("hot", `q${i}`) }));
+    expect(leases.map((l) => [l.target.id, l.kind])).toEqual([
+      [order[0], "preferred"],
+      [order[0], "preferred"],
+    ]);
+    const spilled = router.route({ body: rag("hot", "q2") });
+    expect(spilled.kind).toBe("spillover");
+    expect(spilled.target.id).not.toBe(order[0]);
+    // The spill target is the anchor's choice: every question of this document spills there.
+    const again = router.route({ body: rag("hot", "q3") });
+    expect(again.target.id).toBe(spilled.target.id);
+    // Once both hold the document, a fresh question goes to either (both match fully).
+    for (const l of [...leases, spilled, again]) l.release();
+    expect([order[0], spilled.target.id]).toContain(first(router, rag("hot", "q4")));
+  });
+
+  it("falls back to the least loaded when every target is at the threshold", async () => {
+    const router = await lp(ids(3), {}, { concurrencyThreshold: 1 });
+    const leases = [0, 1, 2].map((i) => router.route({ body: rag(`d${i}`) }));
+    expect(new Set(leases.map((l) => l.target.id)).size).toBe(3);
+    const extra = router.route({ body: rag("d0", "again") });
+    expect(extra.kind).toBe("fallback");
+  });
+
+  it("honours exclude (retries) and ejection", async () => {
+    const clock = new FakeClock();
+    const router = await createRouter({
+      targets: ids(3),
+      strategy: "longest-prefix",
+      clock,
+      ejection: { consecutiveFailures: 1, baseEjectionMs: 10_000, maxEjectionMs: 10_000 },
+    });
+    const body = rag("x");
+    const [best, second] = router.rank({ body }).targets.map((t) => t.id);
+    const retry = router.route({ body }, { exclude: [best as string] });
+    expect(retry.target.id).not.toBe(best);
+    retry.release();
+    const l = router.route({ body }, { exclude: ["t0", "t1", "t2"].filter((id) => id !== best) });
+    l.release("connect-error");
+    expect(router.route({ body: rag("x", "q") }).target.id).not.toBe(best);
+    expect(second).toBeDefined();
+  });
+
+  it("keeps every target's share of one hot prefix within loadFactor × fair share", async () => {
+    const n = 4;
+    const router = await lp(ids(n), { loadWindow: 1_000_000 });
+    const N = 2000;
+    stream(router, bodies(N, (i) => rag("hot", `q${i}`)), 8);
+    for (const t of router.stats().targets) expect(t.routed).toBeLessThanOrEqual(1.25 * (N / n) + 1);
+  });
+
+  it("bounds shares for any sequence of prefixes and weights (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.nat(5), { minLength: 50, maxLength: 300 }),
+        fc.constantFrom(1.1, 1.25, 2),
+        fc.array(fc.constantFrom(1, 2, 3), { minLength: 3, maxLength: 3 }),
+        async (docs, c, weights) => {
+          const targets = weights.map((weight, i) => ({ id: `t${i}`, weight }));
+          const router = await lp(targets, { loadFactor: c, loadWindow: 1_000_000, blockSize: 64 });
+          stream(router, docs.map((d, k) => ({ model: "m", messages: [{ role: "user", content: `${text(`d${d}`, 300)} ${k}` }] })), 6);
+          const total = weights.reduce((a, b) => a + b, 0);
+          for (const [i, t] of router.stats().targets.entries()) {
+            expect(t.routed).toBeLessThanOrEqual(c * docs.length * ((weights[i] as number) / total) + 1);
+          }
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe("index", () => {
+  it("is bounded by capacityBlocks per target and forgets the least recently sent prefix", async () => {
+    const router = await lp(ids(2), { capacityBlocks: 40, loadFactor: Number.POSITIVE_INFINITY });
+    const docs = Array.from({ length: 6 }, (_, i) => ({ model: "m", messages: [{ role: "user", content: text(`doc${i}`, 2560) }] }));
+    for (const d of docs) sendTo(router, "t0", d); // 10 blocks each: the first two no longer fit
+    expect(blocksOf(router, "t0")).toBe(40);
+    const stats = router.stats().prefixIndex;
+    expect(stats?.blocks).toBe(40);
+    expect(stats?.estimatedBytes).toBeGreaterThan(0);
+    const fresh = await lp(ids(2));
+    expect(first(router, docs[5] as object)).toBe("t0");
+    expect(first(router, docs[0] as object)).toBe(first(fresh, docs[0] as object));
+  });
+
+  it("keeps the head of a prefix longest: a partly evicted prefix still matches its start", async () => {
+    const router = await lp(ids(3), { capacityBlocks: 12, loadFactor: Number.POSITIVE_INFINITY });
+    const long = { model: "m", messages: [{ role: "user", content: text("long", 256 * 10) }] };
+    sendTo(router, "t2", long);
+    sendTo(router, "t2", { model: "m", messages: [{ role: "user", content: text("other", 256 * 4) }] });
+    // 14 blocks recorded into 12 slots: the two evicted are the long prefix's last two.
+    expect(blocksOf(router, "t2")).toBe(12);
+    const extended = { model: "m", messages: [{ role: "user", content: `${text("long", 256 * 10)} and more text` }] };
+    expect(first(router, extended)).toBe("t2");
+  });
+
+  it("expires entries after ttlMs on the router's clock", async () => {
+    const clock = new FakeClock();
+    const router = await lp(ids(4), { ttlMs: 60_000, loadFactor: Number.POSITIVE_INFINITY }, { clock });
+    const fresh = await lp(ids(4));
+    const body = rag("doc");
+    const home = first(fresh, body);
+    const other = ids(4).map((t) => t.id).find((id) => id !== home) as string;
+    sendTo(router, other, body);
+    clock.t += 59_000;
+    expect(first(router, rag("doc", "later"))).toBe(other);
+    sendTo(router, other, rag("doc", "refresh")); // refreshed at +59 s
+    clock.t += 59_000;
+    expect(first(router, rag("doc", "later"))).toBe(other);
+    clock.t += 2_000;
+    expect(first(router, rag("doc", "later"))).toBe(home);
+    expect(router.rank({ body: rag("doc", "later") }).key).toBe(fresh.rank({ body: rag("doc", "later") }).key);
+  });
+
+  it("isolates tenants: one tenant's history never attracts another's identical request", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const fresh = await lp(ids(5));
+    const body = rag("shared");
+    const homeB = first(fresh, body, "tenant-b");
+    const other = ids(5).map((t) => t.id).find((id) => id !== homeB && id !== first(fresh, body, "tenant-a")) as string;
+    sendTo(router, other, body, "tenant-a");
+    expect(first(router, body, "tenant-a")).toBe(other);
+    expect(first(router, body, "tenant-b")).toBe(homeB);
+    expect(first(router, body)).toBe(first(fresh, body));
+    expect(router.rank({ body, tenant: "tenant-a" }).key).not.toBe(router.rank({ body, tenant: "tenant-b" }).key);
+  });
+
+  it("drops a removed target's index; a target added back starts cold", async () => {
+    const router = await lp(ids(3), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = rag("doc");
+    sendTo(router, "t1", body);
+    expect(blocksOf(router, "t1")).toBeGreaterThan(0);
+    router.setTargets([{ id: "t0" }, { id: "t2" }]);
+    expect(router.stats().prefixIndex?.targets.map((t) => t.id)).toEqual(["t0", "t2"]);
+    router.setTargets(ids(3));
+    expect(blocksOf(router, "t1")).toBe(0);
+  });
+
+  it("caps the routing input at maxInputLength", async () => {
+    const router = await lp(ids(3), { maxInputLength: 1024, loadFactor: Number.POSITIVE_INFINITY });
+    const a = { model: "m", messages: [{ role: "user", content: text("same", 5000) }] };
+    const b = { model: "m", messages: [{ role: "user", content: `${text("same", 1100)}${text("different", 3000)}` }] };
+    sendTo(router, "t0", a);
+    expect(blocksOf(router, "t0")).toBe(4);
+    expect(router.rank({ body: a }).key).toBe(router.rank({ body: b }).key);
+  });
+});
+
+describe("determinism", () => {
+  it("two routers fed the same sequence make the same picks (property)", async () => {
+    const op = fc.oneof(
+      { weight: 6, arbitrary: fc.record({ op: fc.constant("route" as const), doc: fc.nat(8), q: fc.nat(3), tenant: fc.constantFrom(undefined, "t-a") }) },
+      { weight: 3, arbitrary: fc.record({ op: fc.constant("release" as const), which: fc.nat() }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant("tick" as const), ms: fc.nat(40_000) }) },
+      { weight: 1, arbitrary: fc.record({ op: fc.constant("setTargets" as const), n: fc.integer({ min: 2, max: 6 }) }) },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 80 }), fc.constantFrom(0, 30_000), async (ops, ttlMs) => {
+        const make = async () => {
+          const clock = new FakeClock();
+          const router = await lp(ids(4), { ttlMs, capacityBlocks: 64, loadWindow: 16 }, { clock, concurrencyThreshold: 3 });
+          return { router, clock, leases: [] as Lease[], picks: [] as string[] };
+        };
+        const runs = [await make(), await make()];
+        for (const r of runs) {
+          for (const o of ops) {
+            if (o.op === "route") {
+              const body = { model: "m", messages: [{ role: "user", content: `${text(`d${o.doc}`, 900)} q${o.q}` }] };
+              const lease = r.router.route({ body, ...(o.tenant === undefined ? {} : { tenant: o.tenant }) });
+              r.leases.push(lease);
+              r.picks.push(`${lease.target.id}:${lease.kind}:${lease.rank}:${String(lease.key)}`);
+            } else if (o.op === "release") {
+              if (r.leases.length > 0) r.leases.splice(o.which % r.leases.length, 1)[0]?.release();
+            } else if (o.op === "tick") {
+              r.clock.t += o.ms;
+            } else {
+              r.router.setTargets(ids(o.n));
+            }
+          }
+        }
+        expect(runs[0]?.picks).toEqual(runs[1]?.picks);
+        expect(runs[0]?.router.stats().prefixIndex).toEqual(runs[1]?.router.stats().prefixIndex);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("UTF-16LE routing input", () => {
+  it("the portable writer matches Node's Buffer on any string", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 300 }), (s) => {
+        const out = new Uint8Array(s.length * 2);
+        expect(writeUtf16le(s, out)).toBe(s.length * 2);
+        expect(Buffer.from(out).equals(Buffer.from(s, "utf16le"))).toBe(true);
+      }),
+    );
+  });
+
+  it("routes text with non-ASCII and astral characters by its code units", async () => {
+    const router = await lp(ids(4), { loadFactor: Number.POSITIVE_INFINITY });
+    const doc = `préférence über 数据 😀 ${text("unicode", 3000)}`;
+    const a = { model: "m", messages: [{ role: "user", content: `${doc} first` }] };
+    const b = { model: "m", messages: [{ role: "user", content: `${doc} second` }] };
+    sendTo(router, "t2", a);
+    expect(first(router, b)).toBe("t2");
+  });
+});
