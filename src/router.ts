@@ -346,8 +346,15 @@ function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Confi
         1_000_000,
       ),
       baseEjectionMs: checkNumber("ejection.baseEjectionMs", e.baseEjectionMs ?? DEFAULT_EJECTION.baseEjectionMs, 0, 86_400_000),
-      maxEjectionMs: checkNumber("ejection.maxEjectionMs", e.maxEjectionMs ?? DEFAULT_EJECTION.maxEjectionMs, 0, 86_400_000),
+      maxEjectionMs: 0,
     };
+    // The cap defaults to at least the base, so raising only the base stays valid.
+    ejection.maxEjectionMs = checkNumber(
+      "ejection.maxEjectionMs",
+      e.maxEjectionMs ?? Math.max(DEFAULT_EJECTION.maxEjectionMs, ejection.baseEjectionMs),
+      ejection.baseEjectionMs,
+      86_400_000,
+    );
   }
   const clock = o.clock ?? performance;
   if (clock === null || typeof clock !== "object" || typeof clock.now !== "function") {

@@ -608,8 +608,8 @@ describe("option validation", () => {
     { name: "ejection.consecutiveFailures 0", options: { ...base, ejection: { consecutiveFailures: 0 } }, error: RangeError, message: /`ejection\.consecutiveFailures` to be an integer from 1 to 1000000, got 0/ },
     { name: "ejection.consecutiveFailures 2.5", options: { ...base, ejection: { consecutiveFailures: 2.5 } }, error: TypeError, message: /`ejection\.consecutiveFailures` to be an integer from 1 to 1000000, got 2.5/ },
     { name: "ejection.baseEjectionMs -1", options: { ...base, ejection: { baseEjectionMs: -1 } }, error: RangeError, message: /`ejection\.baseEjectionMs` to be a number from 0 to 86400000, got -1/ },
-    { name: "ejection.maxEjectionMs NaN", options: { ...base, ejection: { maxEjectionMs: Number.NaN } }, error: TypeError, message: /`ejection\.maxEjectionMs` to be a number from 0 to 86400000, got NaN/ },
-    { name: "ejection.maxEjectionMs Infinity", options: { ...base, ejection: { maxEjectionMs: Number.POSITIVE_INFINITY } }, error: RangeError, message: /`ejection\.maxEjectionMs` to be a number from 0 to 86400000, got Infinity/ },
+    { name: "ejection.maxEjectionMs NaN", options: { ...base, ejection: { maxEjectionMs: Number.NaN } }, error: TypeError, message: /`ejection\.maxEjectionMs` to be a number from 30000 to 86400000, got NaN/ },
+    { name: "ejection.maxEjectionMs Infinity", options: { ...base, ejection: { maxEjectionMs: Number.POSITIVE_INFINITY } }, error: RangeError, message: /`ejection\.maxEjectionMs` to be a number from 30000 to 86400000, got Infinity/ },
   ];
 
   for (const c of cases) {
@@ -817,5 +817,18 @@ describe("ejection — failures of requests already in flight", () => {
     const a = router.stats().targets.find((t) => t.id === "a")!;
     expect(a.ejectedUntilMs).toBe(1000);
     expect(a.failures).toBe(4);
+  });
+});
+
+describe("ejection options", () => {
+  it("reject a cap below the base, naming both", async () => {
+    await expect(
+      createRouter({ targets: [{ id: "a" }], ejection: { baseEjectionMs: 10_000, maxEjectionMs: 5_000 } }),
+    ).rejects.toThrow(new RangeError("Expected `ejection.maxEjectionMs` to be a number from 10000 to 86400000, got 5000"));
+  });
+
+  it("raise the default cap with a base above it", async () => {
+    const router = await createRouter({ targets: [{ id: "a" }], ejection: { baseEjectionMs: 600_000 } });
+    expect(router.targets()).toHaveLength(1);
   });
 });
