@@ -77,7 +77,7 @@ export interface EjectionOptions {
 
 /** Options of {@link createRouter}. */
 export interface RouterOptions<T extends TargetSpec = TargetSpec> {
-  /** The targets. Ids non-empty and unique; at least one target. */
+  /** The targets. Ids non-empty and unique. May be empty (filled later by `setTargets`): `route` then throws `ERR_NO_TARGETS`. */
   targets: readonly T[];
   /** @default "prefix-aware" */
   strategy?: Strategy;

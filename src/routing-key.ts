@@ -11,7 +11,8 @@
  *   L_p bytes     prefix: UTF-8 of the text prefix, or the byte prefix
  *
  * Length prefixes make the encoding injective ("a"+"bc" and "ab"+"c" differ), so two different
- * inputs collide only by a 64-bit hash collision. The same inputs and seed give the same key in
+ * inputs collide only by a 64-bit hash collision — with one documented exception: text is
+ * encoded as UTF-8, where a lone surrogate becomes U+FFFD. The same inputs and seed give the same key in
  * every process, on every machine and in every patch release; the known-answer vectors in the
  * tests pin it, and changing them is a breaking change.
  */
