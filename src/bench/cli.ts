@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { BenchError, isBenchError } from "./errors.js";
 import { parseBenchArgs } from "./options.js";
 import { importOptional, renderHtmlReport } from "./report.js";
-import { ROUTER_STRATEGIES } from "./policies.js";
+import { BENCH_STRATEGIES } from "./policies.js";
 import { runBenchmark } from "./run.js";
 import type { BenchOptions, BenchProgress } from "./run.js";
 import { formatReport } from "./table.js";
@@ -31,7 +31,7 @@ Every option taking a list accepts comma-separated values or repeats; each value
 Options:
   --workload LIST        ${WORKLOAD_NAMES.join(",")} (default: all; with --trace: none)
   --trace FILE           replay a Mooncake JSONL trace (workload "trace")
-  --strategies LIST      ${ROUTER_STRATEGIES.join(",")} (default: all)
+  --strategies LIST      ${BENCH_STRATEGIES.join(",")} (default: all; peer:* are models of other routers)
   --instances LIST       instances at the start (default: 7)
   --prefix-length LIST   routing prefix in characters, 1024-65536 (default: the workload's, else 4096)
   --threshold LIST       concurrency threshold, 1-1024 (default: 32)

@@ -10,6 +10,7 @@
  */
 import { STRATEGIES, createRouter } from "../index.js";
 import type { Strategy } from "../index.js";
+import { PEER_BASELINES } from "./baselines.js";
 import type { BenchRequest } from "./workloads.js";
 
 /** One routing decision of a {@link Policy}. */
@@ -112,10 +113,14 @@ export function routerPolicy(strategy: Strategy): PolicyFactory {
 /** prefix-router's strategies, in the order the benchmark lists them. */
 export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
 
+/** Every policy name the benchmark runs by default: prefix-router's strategies, then the peer baselines (`peer:*`, see baselines.ts). */
+export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...PEER_BASELINES.map((p) => p.name)];
+
 /**
- * The policy named `name`: one of prefix-router's strategies.
+ * The policy named `name`: one of prefix-router's strategies or a peer baseline (`peer:*`).
  * @returns `undefined` for an unknown name
  */
 export function policyByName(name: string): PolicyFactory | undefined {
-  return (STRATEGIES as readonly string[]).includes(name) ? routerPolicy(name as Strategy) : undefined;
+  if ((STRATEGIES as readonly string[]).includes(name)) return routerPolicy(name as Strategy);
+  return PEER_BASELINES.find((p) => p.name === name);
 }

@@ -15,7 +15,7 @@ import type { EngineConfig, VirtualResult } from "../fleet/index.js";
 import { BenchError } from "./errors.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
 import type { AppliedScaleEvent, HitRatePoint, ScaleEventResult } from "./metrics.js";
-import { ROUTER_STRATEGIES, policyByName } from "./policies.js";
+import { BENCH_STRATEGIES, policyByName } from "./policies.js";
 import type { Policy, PolicyFactory } from "./policies.js";
 import { Rng, mix32 } from "./random.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
@@ -33,7 +33,7 @@ export interface ScaleEvent {
 export interface BenchOptions {
   /** Built-in workload names or workload objects. @default all built-in workloads */
   workloads?: readonly (WorkloadName | Workload)[];
-  /** Strategy names (prefix-router's) or policy factories. @default ["random", "least-outstanding", "prefix-aware"] */
+  /** Strategy names (prefix-router's, or a peer baseline's `peer:*`) or policy factories. @default BENCH_STRATEGIES (every strategy, then the peer baselines) */
   strategies?: readonly (string | PolicyFactory)[];
   /** Fleet sizes at the start of the run. @default [7] (the AWS benchmark) */
   instances?: readonly number[];
@@ -165,11 +165,11 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     }
     return builtinWorkload(w);
   });
-  const factories = (options.strategies ?? ROUTER_STRATEGIES).map((s) => {
+  const factories = (options.strategies ?? BENCH_STRATEGIES).map((s) => {
     if (typeof s !== "string") return s;
     const f = policyByName(s);
     if (f === undefined) {
-      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${ROUTER_STRATEGIES.join(", ")}`);
+      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${BENCH_STRATEGIES.join(", ")}`);
     }
     return f;
   });
