@@ -390,7 +390,7 @@ export class LongestPrefixRouting {
     // when every holder is above its fair share, a target below 1/c of its own takes the request
     // and pays the common start once — bounded loads cap the top, this fills the bottom, so no
     // target idles while the holders of a common start share everything within c.
-    const fair = Math.min(1, c);
+    const fair = c === Number.POSITIVE_INFINITY ? c : Math.min(1, c);
     const common = group > 1;
     // Passes [scope, factor], scope 0: holders of the longest match, 1: the others, 2: all.
     const passes: readonly (readonly [number, number])[] = common
@@ -408,7 +408,10 @@ export class LongestPrefixRouting {
       }
       if (best !== -1) {
         const rank = this.rankOf(best, T, M);
-        return { index: candidates[best] as number, kind: rank === 0 ? "preferred" : "spillover", rank, key };
+        // A target holding the longest match loses nothing: preferred, even when load chose it
+        // among several holders. Spillover means a shorter match (or a new prefix's later choice).
+        const kind = rank === 0 || (M > 0 && match[best] === M) ? "preferred" : "spillover";
+        return { index: candidates[best] as number, kind, rank, key };
       }
     }
     // Everything is full, ejected or excluded: the least loaded per weight, ties by rank;

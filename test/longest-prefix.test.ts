@@ -357,6 +357,22 @@ describe("load guard", () => {
     expect([order[0], spilled.target.id]).toContain(first(router, rag("hot", "q4")));
   });
 
+  it("labels a pick that holds the longest match preferred, one with a shorter match spillover", async () => {
+    const router = await lp(ids(3), { loadFactor: Number.POSITIVE_INFINITY }, { concurrencyThreshold: 1 });
+    const holders = router.rank({ body: rag("doc") }).targets.slice(0, 2).map((t) => t.id);
+    for (const id of holders) sendTo(router, id, rag("doc"));
+    const firstChoice = router.rank({ body: rag("doc", "q0") }).targets[0]?.id;
+    const first = router.route({ body: rag("doc", "q0") });
+    expect([first.target.id, first.kind, first.rank]).toEqual([firstChoice, "preferred", 0]);
+    // q1's first choice may be the busy holder or the other one; either way a holder, preferred.
+    const second = router.route({ body: rag("doc", "q1") });
+    expect(holders.filter((id) => id !== first.target.id)).toEqual([second.target.id]);
+    expect(second.kind).toBe("preferred");
+    const third = router.route({ body: rag("doc", "q2") });
+    expect([third.kind, third.rank]).toEqual(["spillover", 2]);
+    expect(holders).not.toContain(third.target.id);
+  });
+
   it("falls back to the least loaded when every target is at the threshold", async () => {
     const router = await lp(ids(3), {}, { concurrencyThreshold: 1 });
     const leases = [0, 1, 2].map((i) => router.route({ body: rag(`d${i}`) }));
