@@ -96,3 +96,109 @@ function check(node: unknown, depth: number, stack: object[]): void {
   }
   stack.pop();
 }
+
+/** Thrown internally to unwind once a prefix is long enough; never escapes. */
+const PREFIX_FULL: unique symbol = Symbol("prefix full");
+
+/**
+ * @internal The beginning of `canonicalize(value)`: at least `maxUnits` UTF-16 units of it (or
+ * all of it when shorter), stopping as soon as that much is written. Equal to
+ * `canonicalize(value).slice(0, result.length)` — the property tests pin this. Only the part it
+ * writes is checked for cycles, BigInt and depth: the rest of the value is never visited.
+ * Cost: O(prefix + keys sorted on the way), not O(body) — bytes-mode routing of a large body.
+ */
+export function canonicalPrefix(value: unknown, maxUnits: number): string {
+  const parts: string[] = [];
+  let length = 0;
+  const stack: object[] = [];
+
+  const emit = (s: string): void => {
+    parts.push(s);
+    length += s.length;
+    if (length >= maxUnits) throw PREFIX_FULL;
+  };
+
+  /** Writes an already-resolved (toJSON applied) value; false when JSON drops it. */
+  const write = (node: unknown, depth: number): boolean => {
+    if (node === undefined) return false;
+    if (typeof node === "number") {
+      emit(Number.isFinite(node) ? `${node}` : "null");
+      return true;
+    }
+    if (typeof node === "bigint") {
+      throw new RouterError("ERR_UNSERIALIZABLE", "Cannot canonicalize a BigInt: JSON has no representation for it");
+    }
+    if (typeof node === "string") {
+      writeString(node);
+      return true;
+    }
+    if (typeof node !== "object") {
+      const text = JSON.stringify(node) as string | undefined;
+      if (text === undefined) return false;
+      emit(text);
+      return true;
+    }
+    if (node === null) {
+      emit("null");
+      return true;
+    }
+    if (depth >= CANONICAL_MAX_DEPTH) {
+      throw new RouterError("ERR_TOO_DEEP", `Cannot canonicalize a value nested deeper than ${CANONICAL_MAX_DEPTH} levels`);
+    }
+    if (stack.includes(node)) {
+      throw new RouterError("ERR_CYCLE", "Cannot canonicalize a value that contains a reference cycle");
+    }
+    stack.push(node);
+    if (Array.isArray(node)) {
+      emit("[");
+      for (let i = 0; i < node.length; i++) {
+        if (i > 0) emit(",");
+        if (!write(resolve(node[i]), depth + 1)) emit("null");
+      }
+      emit("]");
+    } else {
+      emit("{");
+      let first = true;
+      for (const key of Object.keys(node).sort()) {
+        const member = resolve((node as Record<string, unknown>)[key]);
+        if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
+        emit(`${first ? "" : ","}${JSON.stringify(key)}:`);
+        first = false;
+        write(member, depth + 1);
+      }
+      emit("}");
+    }
+    stack.pop();
+    return true;
+  };
+
+  const writeString = (s: string): void => {
+    const room = maxUnits - length;
+    // Every character is at least one unit of JSON, so the first `room + 1` characters fill
+    // the prefix. Never cut between the two halves of a surrogate pair: JSON would escape the
+    // lone half, which the full string does not contain.
+    if (s.length > room + 1) {
+      let cut = room + 1;
+      const last = s.charCodeAt(cut - 1);
+      if (last >= 0xd800 && last <= 0xdbff) cut++;
+      const head = JSON.stringify(s.slice(0, cut));
+      emit(head.slice(0, -1)); // without the closing quote: a prefix of the full string's JSON
+      return;
+    }
+    emit(JSON.stringify(s));
+  };
+
+  try {
+    if (!write(resolve(value), 0)) {
+      throw new RouterError("ERR_UNSERIALIZABLE", `Cannot canonicalize a top-level ${typeof value}: JSON has no representation for it`);
+    }
+  } catch (e) {
+    if (e !== PREFIX_FULL) throw e;
+  }
+  return parts.join("");
+}
+
+/** fast-json-stable-stringify's toJSON rule: any truthy value with a toJSON method. */
+function resolve(node: unknown): unknown {
+  return node && typeof (node as { toJSON?: unknown }).toJSON === "function" ? (node as { toJSON(): unknown }).toJSON() : node;
+}

@@ -9,10 +9,10 @@
  *   text extracted from an OpenAI-style body, in the order a chat template renders it:
  *   `tools`, `instructions`, `messages`, `prompt`, `input`. See {@link promptText}.
  *
- * Cost: text mode reads the body only until the prefix is full; bytes mode canonicalizes the
- * whole JSON body (its prefix depends on the sorted keys of the whole body).
+ * Cost: both modes read the body only until the prefix is full (bytes mode still sorts the keys
+ * of every object it enters, and JSON text or bytes must be parsed whole).
  */
-import { canonicalize, parseJson } from "./canonical-json.js";
+import { canonicalPrefix, canonicalize, parseJson } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
 
 /** How the routing input is read from a body. */
@@ -52,14 +52,15 @@ export function bytesPrefix(body: unknown, prefixLength: number): Uint8Array {
   let bytes: Uint8Array;
   if (body instanceof Uint8Array || typeof body === "string") {
     const json = tryParseJson(body);
-    if (json.ok) bytes = encoder.encode(canonicalize(json.value));
+    if (json.ok) bytes = encoder.encode(canonicalPrefix(json.value, prefixLength));
     else bytes = typeof body === "string" ? encoder.encode(body) : body;
   } else if (body instanceof ArrayBuffer) {
     return bytesPrefix(new Uint8Array(body), prefixLength);
   } else if (ArrayBuffer.isView(body)) {
     return bytesPrefix(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), prefixLength);
   } else {
-    bytes = encoder.encode(canonicalize(body));
+    // At least `prefixLength` UTF-16 units of canonical JSON make at least that many UTF-8 bytes.
+    bytes = encoder.encode(canonicalPrefix(body, prefixLength));
   }
   return bytes.length > prefixLength ? bytes.subarray(0, prefixLength) : bytes;
 }

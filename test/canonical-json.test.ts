@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CANONICAL_MAX_DEPTH, canonicalize, canonicalizeJson, isRouterError, type RouterErrorCode } from "prefix-router";
+import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput, type RouterErrorCode } from "prefix-router";
+import { canonicalPrefix } from "../src/canonical-json.js";
 
 /** Runs `fn` and returns the RouterError code it throws (fails the test if it throws something else or nothing). */
 function codeOf(fn: () => unknown): RouterErrorCode {
@@ -275,5 +276,62 @@ describe("canonicalize — explicit cases", () => {
 
   it("rejects a non-text argument with a TypeError", () => {
     expect(() => canonicalizeJson(42 as unknown as string)).toThrow(TypeError);
+  });
+});
+
+describe("canonicalPrefix — the beginning of canonicalize, written lazily (bytes-mode routing)", () => {
+  const anyValue = fc.oneof(json, jsLike, fc.constantFrom(new Number(5), new String("ab"), { a: Symbol("s"), b: () => 1 }));
+
+  it("is a prefix of canonicalize(x) at least n units long, or all of it (property)", () => {
+    fc.assert(
+      fc.property(anyValue, fc.integer({ min: 1, max: 400 }), (x, n) => {
+        let full: string;
+        try {
+          full = canonicalize(x);
+        } catch {
+          return; // values canonicalize rejects are covered below
+        }
+        const head = canonicalPrefix(x, n);
+        expect(full.startsWith(head)).toBe(true);
+        expect(head.length).toBeGreaterThanOrEqual(Math.min(n, full.length));
+      }),
+    );
+  });
+
+  it("cuts long strings without splitting a surrogate pair", () => {
+    const s = `${"a".repeat(9)}😀${"b".repeat(1000)}`;
+    for (const n of [5, 10, 11, 12, 13, 50]) {
+      const head = canonicalPrefix({ s }, n);
+      expect(canonicalize({ s }).startsWith(head), String(n)).toBe(true);
+      expect(head.length).toBeGreaterThanOrEqual(n);
+    }
+  });
+
+  it("reads a 10 MB string only as far as the prefix", () => {
+    const big = "x".repeat(10_000_000);
+    // `{"a":` is 5 units; 59 more are needed, so 60 characters of the string are read.
+    expect(canonicalPrefix({ a: big, b: 1 }, 64)).toBe(`{"a":"${"x".repeat(60)}`);
+  });
+
+  it("stops before what it does not need, and still rejects what it reads", () => {
+    const cyclic: Record<string, unknown> = { z: null };
+    cyclic.z = cyclic;
+    expect(canonicalPrefix({ a: "x".repeat(100), z: cyclic }, 50)).toBe(`{"a":"${"x".repeat(46)}`);
+    expect(codeOf(() => canonicalPrefix({ a: 1, z: cyclic }, 4096))).toBe("ERR_CYCLE");
+    expect(codeOf(() => canonicalPrefix({ a: 1n }, 4096))).toBe("ERR_UNSERIALIZABLE");
+    expect(codeOf(() => canonicalPrefix(nest(CANONICAL_MAX_DEPTH + 1, "array"), 1_000_000))).toBe("ERR_TOO_DEEP");
+    expect(codeOf(() => canonicalPrefix(undefined, 10))).toBe("ERR_UNSERIALIZABLE");
+  });
+
+  it("gives bytes-mode routing input identical to the canonical bytes' prefix (property)", () => {
+    const enc = new TextEncoder();
+    fc.assert(
+      fc.property(json, fc.integer({ min: MIN_PREFIX_LENGTH, max: MIN_PREFIX_LENGTH + 512 }), (x, n) => {
+        const expected = enc.encode(canonicalize(x)).slice(0, n);
+        // A string body is JSON *text*; any other value is serialized.
+        if (typeof x !== "string") expect(routingInput(x, { mode: "bytes", prefixLength: n })).toEqual(expected);
+        expect(routingInput(JSON.stringify(x, null, 2), { mode: "bytes", prefixLength: n })).toEqual(expected);
+      }),
+    );
   });
 });
