@@ -9,7 +9,8 @@
  *   (a) chat body whose system message carries an 8,000-token (≈32 KB) shared document, a
  *       different user question every call, text mode (the OpenAI-compatible path).
  *       Goal: prefix-aware median ≤ 20 µs.
- *   (b) 128 KB JSON body (long chat history) as UTF-8 bytes, bytes mode (SageMaker Invoke path).
+ *   (b) 128 KB JSON body (long chat history) as UTF-8 bytes, bytes mode (SageMaker Invoke path),
+ *       and the same body as a parsed object (what the SageMaker adapter hands the router).
  *   (c) 200-byte chat body, text mode and bytes mode.
  * Each call takes the next body of a pool of distinct bodies, so no cache of the last body can
  * flatter the numbers. Leases are released at once: every pick is the key's first choice.
@@ -105,7 +106,7 @@ function chatWorkload(): Workload {
   return { name: "(a) chat, 32 KB shared prefix", mode: "text", bodies: objects, objects };
 }
 
-function largeJsonWorkload(): Workload {
+function largeJsonWorkload(form: "bytes" | "object"): Workload {
   const history: { role: string; content: string }[] = [{ role: "system", content: DOCUMENT }];
   for (let t = 0; JSON.stringify(history).length < 128 * 1024 - 4096; t++) {
     history.push({ role: t % 2 === 0 ? "user" : "assistant", content: prose(2_500, 100 + t) });
@@ -115,6 +116,7 @@ function largeJsonWorkload(): Workload {
     messages: [...history, { role: "user", content: question(i) }],
     parameters: { max_new_tokens: 512, temperature: 0.2, top_p: 0.9 },
   }));
+  if (form === "object") return { name: "(b) 128 KB JSON object", mode: "bytes", bodies: objects, objects };
   const enc = new TextEncoder();
   return { name: "(b) 128 KB JSON bytes", mode: "bytes", bodies: objects.map((o) => enc.encode(JSON.stringify(o))), objects };
 }
@@ -153,7 +155,7 @@ async function measure(fn: () => void): Promise<{ medianUs: number; p99Us: numbe
 }
 
 async function run(): Promise<Row[]> {
-  const workloads = [chatWorkload(), largeJsonWorkload(), smallWorkload("text"), smallWorkload("bytes")];
+  const workloads = [chatWorkload(), largeJsonWorkload("bytes"), largeJsonWorkload("object"), smallWorkload("text"), smallWorkload("bytes")];
   const rows: Row[] = [];
   for (const w of workloads) {
     let j = 0;
