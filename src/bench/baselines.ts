@@ -27,7 +27,7 @@
 import { createHash } from "node:crypto";
 import xxhash from "xxhash-wasm";
 import { canonicalize, routingInput } from "../index.js";
-import { EventHeap } from "./heap.js";
+import { EventHeap } from "../internal/event-heap.js";
 import type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
 import type { BenchRequest } from "./workloads.js";
 
@@ -248,6 +248,7 @@ export class ApproximateTree {
     for (const [tenant, size] of this.size) {
       if (size <= max) continue;
       const heap = new EventHeap<TreeNode>();
+      let order = 0; // equal access times pop in the order they were queued
       const visit = (n: TreeNode) => {
         let leaf = true;
         for (const child of n.children.values()) {
@@ -256,7 +257,7 @@ export class ApproximateTree {
             visit(child);
           }
         }
-        if (leaf && n !== this.root) heap.push(n.tenants.get(tenant) as number, n);
+        if (leaf && n !== this.root) heap.push(n.tenants.get(tenant) as number, order++, n);
       };
       visit(this.root);
       let left = size;
@@ -267,7 +268,7 @@ export class ApproximateTree {
         const parent = n.parent;
         if (n.tenants.size === 0 && n.children.size === 0 && parent !== undefined) parent.children.delete(n.label.charCodeAt(0));
         if (parent !== undefined && parent !== this.root && ![...parent.children.values()].some((c) => c.tenants.has(tenant))) {
-          heap.push(parent.tenants.get(tenant) as number, parent);
+          heap.push(parent.tenants.get(tenant) as number, order++, parent);
         }
       }
       this.size.set(tenant, left);

@@ -10,8 +10,8 @@
  *
  * Why each default is what it is: see `docs/bench.md` and the TSDoc of each parameter.
  */
-import { EventHeap } from "./heap.js";
-import { Rng, Zipf, mix32 } from "./random.js";
+import { EventHeap } from "../internal/event-heap.js";
+import { Rng, Zipf, mix32 } from "../random.js";
 import { TextSource } from "./text.js";
 
 /** One chat message of an OpenAI chat-completions body. */
@@ -552,6 +552,7 @@ function* sessions(
   const arrivals = new Rng(mix32(s.seed, 0x5e5));
   const meanGap = 1000 / (sessionsPerSecond * s.rateMultiplier);
   const pending = new EventHeap<{ turn: SessionTurn; it: Iterator<SessionTurn> }>();
+  let queued = 0; // equal times pop in the order they were queued
   let nextStart = arrivals.exponential(meanGap);
   let session = 0;
   let i = 0;
@@ -562,7 +563,7 @@ function* sessions(
       const it = makeSession(session, new Rng(mix32(s.seed, 0x5e6, session)), nextStart);
       session++;
       const first = it.next();
-      if (!first.done) pending.push(first.value.atMs, { turn: first.value, it });
+      if (!first.done) pending.push(first.value.atMs, queued++, { turn: first.value, it });
       nextStart += arrivals.exponential(meanGap);
       continue;
     }
@@ -570,7 +571,7 @@ function* sessions(
     if (turn.atMs >= s.durationMs) continue;
     yield { id: `${name}-${i++}`, arrivalMs: turn.atMs, body: turn.body, outputTokens: turn.outputTokens };
     const next = it.next();
-    if (!next.done) pending.push(next.value.atMs, { turn: next.value, it });
+    if (!next.done) pending.push(next.value.atMs, queued++, { turn: next.value, it });
   }
 }
 

@@ -10,7 +10,7 @@
 import type { EngineConfig } from "./config.js";
 import { Engine, type EngineStats, type VirtualResult } from "./engine.js";
 import { FleetError } from "./errors.js";
-import { EventHeap } from "./heap.js";
+import { EventHeap } from "../internal/event-heap.js";
 import { createRandom } from "./random.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
 

@@ -1,5 +1,5 @@
 /**
- * Seeded randomness for the benchmark: a 32-bit mixing hash, a small fast PRNG, and the
+ * Seeded randomness for the fleet, the benchmark and the demo: a 32-bit mixing hash, a small fast PRNG, and the
  * distributions the workloads draw from (exponential inter-arrival times for Poisson arrivals,
  * log-normal lengths, geometric turn counts, Zipf popularity).
  *
