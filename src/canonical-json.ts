@@ -74,13 +74,20 @@ export function parseJson(text: string | Uint8Array): unknown {
 }
 
 function check(node: unknown, depth: number, stack: object[]): void {
-  if (node !== null && typeof node === "object" && typeof (node as { toJSON?: unknown }).toJSON === "function") {
-    node = (node as { toJSON(): unknown }).toJSON();
-  }
-  if (typeof node === "bigint") {
-    throw new RouterError("ERR_UNSERIALIZABLE", "Cannot canonicalize a BigInt: JSON has no representation for it");
-  }
+  node = resolve(node);
+  if (typeof node === "bigint") throw bigIntError();
   if (node === null || typeof node !== "object") return;
+  enter(node, depth, stack);
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) check(node[i], depth + 1, stack);
+  } else {
+    for (const key of Object.keys(node)) check((node as Record<string, unknown>)[key], depth + 1, stack);
+  }
+  stack.pop();
+}
+
+/** Pushes a container on the ancestor stack, rejecting nesting too deep and cycles. */
+function enter(node: object, depth: number, stack: object[]): void {
   if (depth >= CANONICAL_MAX_DEPTH) {
     throw new RouterError("ERR_TOO_DEEP", `Cannot canonicalize a value nested deeper than ${CANONICAL_MAX_DEPTH} levels`);
   }
@@ -89,12 +96,10 @@ function check(node: unknown, depth: number, stack: object[]): void {
     throw new RouterError("ERR_CYCLE", "Cannot canonicalize a value that contains a reference cycle");
   }
   stack.push(node);
-  if (Array.isArray(node)) {
-    for (let i = 0; i < node.length; i++) check(node[i], depth + 1, stack);
-  } else {
-    for (const key of Object.keys(node)) check((node as Record<string, unknown>)[key], depth + 1, stack);
-  }
-  stack.pop();
+}
+
+function bigIntError(): RouterError {
+  return new RouterError("ERR_UNSERIALIZABLE", "Cannot canonicalize a BigInt: JSON has no representation for it");
 }
 
 /** Thrown internally to unwind once a prefix is long enough; never escapes. */
@@ -125,9 +130,7 @@ export function canonicalPrefix(value: unknown, maxUnits: number): string {
       emit(Number.isFinite(node) ? `${node}` : "null");
       return true;
     }
-    if (typeof node === "bigint") {
-      throw new RouterError("ERR_UNSERIALIZABLE", "Cannot canonicalize a BigInt: JSON has no representation for it");
-    }
+    if (typeof node === "bigint") throw bigIntError();
     if (typeof node === "string") {
       writeString(node);
       return true;
@@ -142,13 +145,7 @@ export function canonicalPrefix(value: unknown, maxUnits: number): string {
       emit("null");
       return true;
     }
-    if (depth >= CANONICAL_MAX_DEPTH) {
-      throw new RouterError("ERR_TOO_DEEP", `Cannot canonicalize a value nested deeper than ${CANONICAL_MAX_DEPTH} levels`);
-    }
-    if (stack.includes(node)) {
-      throw new RouterError("ERR_CYCLE", "Cannot canonicalize a value that contains a reference cycle");
-    }
-    stack.push(node);
+    enter(node, depth, stack);
     if (Array.isArray(node)) {
       emit("[");
       for (let i = 0; i < node.length; i++) {

@@ -56,6 +56,7 @@ import { type IndexSettings, type PrefixIndexStats, TargetBlocks, ttlNow } from 
 import type { RendezvousTable } from "./rendezvous.js";
 import { type RoutingMode, bytesPrefix, textPrefix } from "./routing-input.js";
 import type { TargetState } from "./target-state.js";
+import { writeU32 } from "./internal/bytes.js";
 
 type XXHashAPI = {
   h32Raw(input: Uint8Array, seed?: number): number;
@@ -564,12 +565,4 @@ export function writeUtf16le(text: string, out: Uint8Array): number {
     out[2 * i + 1] = c >>> 8;
   }
   return 2 * text.length;
-}
-
-function writeU32(buf: Uint8Array, at: number, value: number): number {
-  buf[at] = value & 0xff;
-  buf[at + 1] = (value >>> 8) & 0xff;
-  buf[at + 2] = (value >>> 16) & 0xff;
-  buf[at + 3] = (value >>> 24) & 0xff;
-  return at + 4;
 }

@@ -20,6 +20,7 @@ import xxhash from "xxhash-wasm";
 import { RouterError } from "./errors.js";
 import type { RoutingMode } from "./routing-input.js";
 import { describe } from "./internal/validate.js";
+import { writeU32 } from "./internal/bytes.js";
 
 const FORMAT_VERSION = 1;
 const NO_MODEL = 0xffff_ffff;
@@ -99,12 +100,4 @@ export class KeyHasher {
       this.buffer = new Uint8Array(n);
     }
   }
-}
-
-function writeU32(buf: Uint8Array, at: number, value: number): number {
-  buf[at] = value & 0xff;
-  buf[at + 1] = (value >>> 8) & 0xff;
-  buf[at + 2] = (value >>> 16) & 0xff;
-  buf[at + 3] = (value >>> 24) & 0xff;
-  return at + 4;
 }
