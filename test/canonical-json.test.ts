@@ -1,18 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput, type RouterErrorCode } from "prefix-router";
+import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput } from "prefix-router";
 import { canonicalPrefix } from "../src/canonical-json.js";
+import { codeOf } from "./support.js";
 
-/** Runs `fn` and returns the RouterError code it throws (fails the test if it throws something else or nothing). */
-function codeOf(fn: () => unknown): RouterErrorCode {
-  try {
-    fn();
-  } catch (error) {
-    if (isRouterError(error)) return error.code;
-    throw error;
-  }
-  throw new Error("expected a RouterError, nothing was thrown");
-}
 
 /** A small deterministic PRNG (mulberry32), so a property's reordering is reproducible from its seed. */
 function prng(seed: number): () => number {

@@ -21,6 +21,7 @@ import {
   type RouterOptions,
   type TargetSpec,
 } from "prefix-router";
+import { codeOf } from "./support.js";
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -32,15 +33,6 @@ class FakeClock {
   }
 }
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (isRouterError(error)) return error.code;
-    throw error;
-  }
-  throw new Error("expected a RouterError, nothing was thrown");
-}
 
 const ask = (q: string, extra: Record<string, unknown> = {}) => ({ ...extra, messages: [{ role: "user", content: q }] });
 

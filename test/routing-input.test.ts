@@ -1,22 +1,14 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, isRouterError, routingInput } from "prefix-router";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, routingInput } from "prefix-router";
 import { truncateCodePoints } from "../src/routing-input.js";
+import { codeOf } from "./support.js";
 
 const enc = new TextEncoder();
 const bytes = (body: unknown, prefixLength = 1024) => routingInput(body, { mode: "bytes", prefixLength });
 const text = (body: unknown, prefixLength = 4096) => routingInput(body, { mode: "text", prefixLength });
 const codePoints = (s: string) => [...s].length;
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (isRouterError(error)) return error.code;
-    throw error;
-  }
-  throw new Error("expected a RouterError, nothing was thrown");
-}
 
 describe("bytes mode", () => {
   const body = { model: "m", messages: [{ role: "user", content: "héllo" }], temperature: 0 };

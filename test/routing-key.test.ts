@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createRouter, isRouterError, validateTenant } from "prefix-router";
+import { createRouter, validateTenant } from "prefix-router";
 import { KeyHasher, loadHasher } from "../src/routing-key.js";
+import { codeOf } from "./support.js";
 
 type Api = Awaited<ReturnType<typeof loadHasher>>;
 let api: Api;
@@ -13,15 +14,6 @@ const enc = new TextEncoder();
 const hex = (k: bigint | undefined) => (k === undefined ? "none" : k.toString(16).padStart(16, "0"));
 const PROMPT = "\u0000muser\u0000chello";
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (isRouterError(error)) return error.code;
-    throw error;
-  }
-  throw new Error("expected a RouterError, nothing was thrown");
-}
 
 describe("routing key — known-answer vectors (changing any of them is a breaking change)", () => {
   const vectors: {

@@ -1,0 +1,13 @@
+/** Helpers shared by the test files (not a test file itself: vitest runs `*.test.ts` only). */
+import { isRouterError, type RouterErrorCode } from "prefix-router";
+
+/** Runs `fn` and returns the RouterError code it throws (fails the test if it throws something else or nothing). */
+export function codeOf(fn: () => unknown): RouterErrorCode {
+  try {
+    fn();
+  } catch (error) {
+    if (isRouterError(error)) return error.code;
+    throw error;
+  }
+  throw new Error("expected a RouterError, nothing was thrown");
+}
