@@ -79,24 +79,30 @@ export const RECOVERY_TOLERANCE = 0.02;
 
 /** The measured values of one run, before they are put into a row. */
 export interface RunMetrics {
+  /** Requests completed. */
   requests: number;
   ttftP50Ms: number;
   ttftP90Ms: number;
   ttftP99Ms: number;
   ttftMeanMs: number;
+  /** Mean time ready but not admitted by the engine's scheduler, ms. */
   queueMeanMs: number;
+  /** Σ cached prompt tokens / Σ prompt tokens. */
   tokenHitRate: number;
-  /** Requests per second from the first arrival to the last completion. */
+  /** Completed requests per second, first arrival to last completion. */
   throughput: number;
   /** Output tokens per second over the same span. */
   outputTokensPerSecond: number;
+  /** Picks that were not the key's first choice (spillover + fallback). */
   spilloverRate: number;
+  /** Smallest and largest share of requests routed to one instance (every instance that existed). */
   minShare: number;
   maxShare: number;
   instanceShares: Record<string, number>;
-  /** `[percentile, ttftMs]` pairs for the CDF chart. */
+  /** `[percentile, ttftMs]` pairs (1..99, 99.5, 99.9) for the CDF chart. */
   ttftCdf: [number, number][];
   hitRateSeries: HitRatePoint[];
+  /** Width of the hit-rate buckets, ms. */
   bucketMs: number;
 }
 

@@ -14,7 +14,7 @@ import { DEFAULT_ENGINE_CONFIG, VirtualFleet, blockKeys, countTokens, isFleetErr
 import type { EngineConfig, VirtualResult } from "../fleet/index.js";
 import { BenchError } from "./errors.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
-import type { AppliedScaleEvent, HitRatePoint, ScaleEventResult } from "./metrics.js";
+import type { AppliedScaleEvent, RunMetrics, ScaleEventResult } from "./metrics.js";
 import { BENCH_STRATEGIES, policyByName } from "./policies.js";
 import type { Policy, PolicyFactory } from "./policies.js";
 import { Rng, mix32 } from "../random.js";
@@ -83,7 +83,7 @@ export interface WallClock {
 }
 
 /** One result row: one policy configuration on one scenario. Rates and shares are fractions of 1. */
-export interface BenchRow {
+export interface BenchRow extends RunMetrics {
   workload: string;
   strategy: string;
   instances: number;
@@ -95,34 +95,10 @@ export interface BenchRow {
   rateMultiplier: number;
   durationMs: number;
   seed: number;
-  /** Requests completed. */
-  requests: number;
   /** Requests the engine refused (prompt + output longer than the model's context or the whole cache). */
   rejected: number;
-  ttftP50Ms: number;
-  ttftP90Ms: number;
-  ttftP99Ms: number;
-  ttftMeanMs: number;
-  /** Mean time ready but not admitted by the engine's scheduler, ms. */
-  queueMeanMs: number;
-  /** Σ cached prompt tokens / Σ prompt tokens. */
-  tokenHitRate: number;
-  /** The same for one infinitely large cache that has seen every earlier request. */
+  /** Σ cached tokens / Σ prompt tokens for one infinitely large cache that has seen every earlier request. */
   idealHitRate: number;
-  /** Completed requests per second, first arrival to last completion. */
-  throughput: number;
-  outputTokensPerSecond: number;
-  /** Picks that were not the key's first choice (spillover + fallback). */
-  spilloverRate: number;
-  /** Smallest and largest share of requests routed to one instance (every instance that existed). */
-  minShare: number;
-  maxShare: number;
-  instanceShares: Record<string, number>;
-  /** `[percentile, ttftMs]` pairs (1..99, 99.5, 99.9). */
-  ttftCdf: [number, number][];
-  /** Width of the hit-rate buckets, ms. */
-  bucketMs: number;
-  hitRateSeries: HitRatePoint[];
   scaleEvents: ScaleEventResult[];
   /** Wall-clock measurements (not deterministic). */
   wall: WallClock;
