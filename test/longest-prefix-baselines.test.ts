@@ -116,7 +116,7 @@ describe("peer:sglang-cache-aware", () => {
     expect(open[33]?.spilled).toBe(true);
   });
 
-  it("keeps trees under 10,000 characters intact across the 30 s eviction", async () => {
+  it("keeps trees under the size cap intact across the 30 s eviction", async () => {
     const clock = { t: 0 };
     const policy = await sglangCacheAware.create(context(clock));
     const docs = Array.from({ length: 6 }, (_, i) => filler(`doc${i}`, 6000));

