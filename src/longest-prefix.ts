@@ -45,11 +45,23 @@
  * nothing) yet lets a target reach ⌈c · mean⌉ / mean ≫ c of the traffic at moderate load; the pick
  * bound keeps every target's share of requests at most c times its weighted share over any
  * horizon, which is what a fleet sized for its mean needs. When every target is outside its
- * bound the walk repeats with only the concurrency rule, then falls back to the least loaded
- * target, as the core strategies do.
+ * bound the walk repeats with only the concurrency rule, then falls back to the target with the
+ * least estimated work per weight.
  *
- * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores, T eligible
- * targets; recording O(n) LRU updates on the chosen target.
+ * Work. Picks are blind to size: two 60,000-token cold prompts count as two requests. Each target
+ * keeps an estimate of the uncached blocks it has in flight (a pick adds the blocks it did not
+ * hold; when its in-flight count drops from k to k′ the estimate keeps k′/k of itself). A request
+ * of which less than half is held anywhere (2M < its blocks; SGLang's cache threshold) pays most
+ * of its prefill wherever it goes: the target the walk found competes with the next two of the
+ * ranking that hold as much of it and are open and within c, and the one with the least work in
+ * flight takes it — never one with more requests in flight than the walk's target. A new prefix
+ * so goes to one of its first three rendezvous targets: every process agrees on the three, and on
+ * the first while their backlogs are equal (an idle fleet); a bounded deviation under load, like
+ * the bounded load itself.
+ *
+ * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
+ * scores and two O(T) scans for a low-match request), T eligible targets; recording O(n) LRU
+ * updates on the chosen target.
  */
 import { checkInteger, checkNumber, describe } from "./internal/validate.js";
 import { type IndexSettings, type PrefixIndexStats, TargetBlocks, ttlNow } from "./prefix-index.js";
@@ -178,11 +190,17 @@ class Slot {
   recent = 0;
   /** Decayed fair share owed. */
   fair = 0;
+  /** Estimated uncached blocks of the requests in flight (see `LongestPrefixRouting.backlog`). */
+  pending = 0;
+  /** Requests in flight when `pending` was last brought up to date. */
+  inflight = 0;
   constructor(readonly blocks: TargetBlocks) {}
 }
 
 const encoder = new TextEncoder();
 const FORMAT_VERSION = 1;
+/** A low-match request chooses by work among this many of the first targets of the ranking. */
+const WORK_CHOICES = 3;
 
 /**
  * @internal The strategy's state for one router: block hasher, per-target indexes and
@@ -206,6 +224,8 @@ export class LongestPrefixRouting {
   private lastWeight = 0;
   private lastCandidates: Int32Array = new Int32Array(0);
   private lastNow = 0;
+  /** Uncached blocks of the last pick: what `commit` adds to the target's backlog. */
+  private lastWork = 0;
 
   constructor(
     private readonly api: XXHashAPI,
@@ -352,6 +372,8 @@ export class LongestPrefixRouting {
     const key = toKey(dHi, dLo);
     const group = this.score(snap, candidates, chain, M, dHi, dLo, false);
     const match = this.match;
+    // The request's blocks as the index counts them: the full ones and the last (partial) one.
+    const blocks = chain.n + 1;
 
     // Fair-share denominator: the eligible, non-ejected weight; and their requests in flight.
     let weight = 0;
@@ -408,6 +430,11 @@ export class LongestPrefixRouting {
         if (best === -1 || this.compare(j, best, M) < 0) best = j;
       }
       if (best !== -1) {
+        // Less than half of the request is held anywhere: it pays most of its prefill wherever it
+        // goes, so among the next targets of the ranking holding as much of it, one with less work
+        // in flight (and no more requests) takes it.
+        if (2 * M < blocks) best = this.lighter(snap, candidates, chain, best, M, (i) => open(i) && within(i, c));
+        this.lastWork = blocks - (match[best] as number);
         const rank = this.rankOf(best, T, M);
         // A target holding the longest match loses nothing: preferred, even when load chose it
         // among several holders. Spillover means a shorter match (or a new prefix's later choice).
@@ -415,8 +442,9 @@ export class LongestPrefixRouting {
         return { index: candidates[best] as number, kind, rank, key };
       }
     }
-    // Everything is full, ejected or excluded: the least loaded per weight, ties by rank;
-    // ejected targets only when nothing else is left; all excluded: the first choice.
+    // Everything is full, ejected or excluded: the least estimated work per weight (blocks in
+    // flight plus the request's uncached blocks there), ties by rank; ejected targets only when
+    // nothing else is left; all excluded: the first choice.
     this.scoreAnchors(snap, candidates, chain, M);
     for (const allowEjected of [false, true]) {
       let best = -1;
@@ -426,17 +454,70 @@ export class LongestPrefixRouting {
         const s = snap.states[i] as TargetState;
         if (exclude !== undefined && exclude.has((snap.targets[i] as { id: string }).id)) continue;
         if (!allowEjected && s.isEjected(now)) continue;
-        const load = s.inflight / (snap.weights[i] as number);
+        const load = (this.backlog(snap, i) + blocks - (match[j] as number)) / (snap.weights[i] as number);
         if (best === -1 || load < bestLoad || (load === bestLoad && this.compare(j, best, M) < 0)) {
           best = j;
           bestLoad = load;
         }
       }
-      if (best !== -1) return { index: candidates[best] as number, kind: "fallback", rank: this.rankOf(best, T, M), key };
+      if (best !== -1) {
+        this.lastWork = blocks - (match[best] as number);
+        return { index: candidates[best] as number, kind: "fallback", rank: this.rankOf(best, T, M), key };
+      }
     }
     let top = 0;
     for (let j = 1; j < T; j++) if (this.compare(j, top, M) < 0) top = j;
+    this.lastWork = blocks - (match[top] as number);
     return { index: candidates[top] as number, kind: "fallback", rank: 0, key };
+  }
+
+  /**
+   * Estimated uncached blocks in flight on target i. Each pick adds the blocks the target did not
+   * hold (`commit`); the strategy does not see which request ended, so when the target's count of
+   * requests in flight drops from k to k′ the estimate keeps k′/k of itself (the ended requests
+   * are taken to be average ones), and 0 when nothing is in flight. O(1).
+   */
+  private backlog(snap: SnapshotView, i: number): number {
+    const slot = this.slots[i] as Slot;
+    const n = (snap.states[i] as TargetState).inflight;
+    if (n < slot.inflight) slot.pending = n === 0 ? 0 : (slot.pending * n) / slot.inflight;
+    slot.inflight = n;
+    return slot.pending;
+  }
+
+  /**
+   * The work-aware choice for a low-match request: among the first {@link WORK_CHOICES} targets of
+   * the ranking that hold as much of it as `best` and pass `ok` (best and the next ones), the one
+   * with the smallest backlog, keeping `best` on ties. An alternative never has more requests in
+   * flight than `best`, so the choice can only trade a longer queue of work for a shorter one.
+   */
+  private lighter(snap: SnapshotView, candidates: Int32Array, chain: BlockChain, best: number, M: number, ok: (i: number) => boolean): number {
+    this.scoreAnchors(snap, candidates, chain, M);
+    const T = candidates.length;
+    const m = this.match[best] as number;
+    const inflight = (snap.states[candidates[best] as number] as TargetState).inflight;
+    let pick = best;
+    let least = this.backlog(snap, candidates[best] as number);
+    // The alternatives in ranking order: each is the best-ranked target after the previous one.
+    let prev = -1;
+    for (let k = 1; k < WORK_CHOICES; k++) {
+      let alt = -1;
+      for (let j = 0; j < T; j++) {
+        if (j === best || this.match[j] !== m || (prev !== -1 && this.compare(j, prev, M) <= 0)) continue;
+        if (!ok(candidates[j] as number)) continue;
+        if (alt === -1 || this.compare(j, alt, M) < 0) alt = j;
+      }
+      if (alt === -1) break;
+      prev = alt;
+      const i = candidates[alt] as number;
+      if ((snap.states[i] as TargetState).inflight > inflight) continue;
+      const work = this.backlog(snap, i);
+      if (work < least) {
+        pick = alt;
+        least = work;
+      }
+    }
+    return pick;
   }
 
   /**
@@ -502,6 +583,11 @@ export class LongestPrefixRouting {
     const now = ttlNow(this.settings);
     (this.slots[index] as Slot).blocks.record(chain.keys, chain.n, now);
     this.count(snap, index, this.lastCandidates, this.lastWeight, this.lastNow);
+    // The router counts the request in flight right after: the backlog includes it.
+    const slot = this.slots[index] as Slot;
+    this.backlog(snap, index);
+    slot.inflight++;
+    slot.pending += this.lastWork;
   }
 
   /** Advances the recent-share counters by one pick of `index` among `candidates`. */

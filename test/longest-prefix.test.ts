@@ -429,6 +429,59 @@ describe("load guard", () => {
   });
 });
 
+describe("work-aware choice", () => {
+  /** Routes `body` to `id` and keeps it in flight. */
+  const hold = (router: Router, id: string, body: object): Lease => {
+    const lease = router.route({ body }, { exclude: router.targets().map((t) => t.id).filter((x) => x !== id) });
+    expect(lease.target.id).toBe(id);
+    return lease;
+  };
+  const big = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 60_000) }] });
+  const small = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 800) }] });
+
+  it("sends a new prefix to the next of the first three rendezvous targets when it has less work in flight", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = small("new");
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    const held = hold(router, order[0] as string, big("long"));
+    const lease = router.route({ body });
+    expect([lease.target.id, lease.rank, lease.kind]).toEqual([order[1], 1, "spillover"]);
+    // Recorded there: the prefix's next request follows it.
+    expect(first(router, body)).toBe(order[1]);
+    held.release();
+    lease.release();
+  });
+
+  it("keeps the rendezvous choice when the lighter targets have more requests in flight", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = small("new");
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    const held = [hold(router, order[0] as string, big("long"))];
+    for (const id of [order[1], order[2]]) for (const q of ["a", "b"]) held.push(hold(router, id as string, small(`${id}${q}`)));
+    expect(router.route({ body }).target.id).toBe(order[0]);
+  });
+
+  it("keeps a request of which more than half is held on its holder", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const holder = first(router, rag("doc")) as string;
+    sendTo(router, holder, rag("doc"));
+    hold(router, holder, big("long"));
+    const lease = router.route({ body: rag("doc", "another question") });
+    expect([lease.target.id, lease.kind]).toEqual([holder, "preferred"]);
+  });
+
+  it("falls back to the target with the least work: a queue longer than the request outweighs its cached part", async () => {
+    const router = await lp(ids(3), {}, { concurrencyThreshold: 1 });
+    const holder = first(router, rag("doc")) as string;
+    sendTo(router, holder, rag("doc"));
+    hold(router, holder, big("long"));
+    for (const id of ["t0", "t1", "t2"].filter((x) => x !== holder)) hold(router, id, small(`busy-${id}`));
+    const lease = router.route({ body: rag("doc", "q") });
+    expect(lease.kind).toBe("fallback");
+    expect(lease.target.id).not.toBe(holder);
+  });
+});
+
 describe("index", () => {
   it("is bounded by capacityBlocks per target and forgets the least recently sent prefix", async () => {
     const router = await lp(ids(2), { capacityBlocks: 40, loadFactor: Number.POSITIVE_INFINITY });
