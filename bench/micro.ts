@@ -20,6 +20,7 @@
  */
 import { Bench } from "tinybench";
 import { STRATEGIES, createRouter, type RouterOptions, type RoutingMode, type Strategy, type TargetSpec } from "prefix-router";
+import { Rng } from "../src/random.js";
 
 // ---------------------------------------------------------------------------------------------
 // configuration
@@ -42,16 +43,9 @@ const STRATEGY_OPTIONS: Record<string, Partial<RouterOptions>> = {};
 // ---------------------------------------------------------------------------------------------
 // bodies
 
-/** Deterministic PRNG (mulberry32). */
+/** A seeded PRNG (the package's sfc32), so generated data is reproducible from its seed. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return new Rng(seed).asFunction();
 }
 
 const WORDS = (

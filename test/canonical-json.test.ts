@@ -3,18 +3,11 @@ import { describe, expect, it } from "vitest";
 import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput } from "prefix-router";
 import { canonicalPrefix } from "../src/canonical-json.js";
 import { codeOf } from "./support.js";
+import { Rng } from "../src/random.js";
 
-
-/** A small deterministic PRNG (mulberry32), so a property's reordering is reproducible from its seed. */
+/** A seeded PRNG (the package's sfc32), so generated data is reproducible from its seed. */
 function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return new Rng(seed).asFunction();
 }
 
 /** A deep copy of a JSON value with the keys of every object inserted in a shuffled order. */
