@@ -241,19 +241,21 @@ export interface TargetStats {
 /** A plain snapshot of the router's counters. */
 export interface RouterStats {
   targets: TargetStats[];
-  totals: {
-    inflight: number;
-    routed: number;
-    preferred: number;
-    spillover: number;
-    fallback: number;
-    random: number;
-    leastOutstanding: number;
-    spilloverRate: number;
-    failures: number;
-    ttftMs: LatencySummary | null;
-    cachedTokenRatio: number | null;
-  };
+  /** The same counters summed over every target (rates over the fleet, TTFT from the merged histograms). */
+  totals: Pick<
+    TargetStats,
+    | "inflight"
+    | "routed"
+    | "preferred"
+    | "spillover"
+    | "fallback"
+    | "random"
+    | "leastOutstanding"
+    | "spilloverRate"
+    | "failures"
+    | "ttftMs"
+    | "cachedTokenRatio"
+  >;
   /** The `longest-prefix` strategy's block index; present only with that strategy. */
   prefixIndex?: PrefixIndexStats;
 }

@@ -284,8 +284,8 @@ describe("placement of new prefixes", () => {
     }
   });
 
-  it("spreads new documents behind a system prompt every target holds", async () => {
-    const router = await lp(ids(5));
+  /** Warms t0..t4 with the common system prompt, then routes 500 new documents; counts per target. */
+  function newDocumentsBehindWarmPrompt(router: Awaited<ReturnType<typeof lp>>): Map<string, number> {
     for (let i = 0; i < 5; i++) sendTo(router, `t${i}`, rag(`warm${i}`));
     const counts = new Map<string, number>();
     for (let i = 0; i < 500; i++) {
@@ -293,18 +293,18 @@ describe("placement of new prefixes", () => {
       counts.set(lease.target.id, (counts.get(lease.target.id) ?? 0) + 1);
       lease.release();
     }
+    return counts;
+  }
+
+  it("spreads new documents behind a system prompt every target holds", async () => {
+    const router = await lp(ids(5));
+    const counts = newDocumentsBehindWarmPrompt(router);
     for (let i = 0; i < 5; i++) expect(counts.get(`t${i}`)).toBeGreaterThan(500 / 5 / 1.25);
   });
 
   it("spreads them without a load bound too (divergence rendezvous, not the common start)", async () => {
     const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
-    for (let i = 0; i < 5; i++) sendTo(router, `t${i}`, rag(`warm${i}`));
-    const counts = new Map<string, number>();
-    for (let i = 0; i < 500; i++) {
-      const lease = router.route({ body: rag(`doc${i}`) });
-      counts.set(lease.target.id, (counts.get(lease.target.id) ?? 0) + 1);
-      lease.release();
-    }
+    const counts = newDocumentsBehindWarmPrompt(router);
     for (let i = 0; i < 5; i++) expect(counts.get(`t${i}`)).toBeGreaterThan(500 / 5 / 2);
   });
 
