@@ -15,7 +15,7 @@ describe("IdealCache", () => {
 });
 
 describe("RunRecorder", () => {
-  it("reports percentiles within 0.1%, hit rate, shares and spillover", () => {
+  it("reports exact (nearest-rank) percentiles, hit rate, shares and spillover", () => {
     const rec = new RunRecorder({ bucketMs: 1000 });
     rec.registerInstance("idle");
     for (let i = 1; i <= 1000; i++) {
@@ -23,9 +23,8 @@ describe("RunRecorder", () => {
       rec.recordCompletion({ arrivalMs: i, firstTokenMs: i + i, finishMs: i + 2000, queueMs: 1, promptTokens: 100, cachedTokens: i <= 500 ? 0 : 50, outputTokens: 10 });
     }
     const m = rec.finish();
-    expect(m.ttftP50Ms).toBeGreaterThanOrEqual(500 * 0.999);
-    expect(m.ttftP50Ms).toBeLessThanOrEqual(500 * 1.001);
-    expect(m.ttftP99Ms).toBeCloseTo(990, -1);
+    expect([m.ttftP50Ms, m.ttftP90Ms, m.ttftP99Ms]).toEqual([500, 900, 990]);
+    expect(m.ttftCdf[0]).toEqual([1, 10]);
     expect(m.tokenHitRate).toBeCloseTo(0.25, 10);
     expect(m.spilloverRate).toBeCloseTo(0.1, 10);
     expect(m.instanceShares).toEqual({ idle: 0, a: 0.75, b: 0.25 });
@@ -35,6 +34,21 @@ describe("RunRecorder", () => {
     expect(m.throughput).toBeCloseTo(1000 / ((3000 - 1) / 1000), 6);
     expect(m.ttftCdf.at(-1)![0]).toBe(99.9);
     expect(m.hitRateSeries.map((p) => p.requests)).toEqual([999, 1]);
+  });
+
+  it("tells apart TTFTs 10 µs apart near 70 ms, and orders recordings that arrive out of order", () => {
+    const p50 = (base: number) => {
+      const rec = new RunRecorder({ bucketMs: 1000 });
+      for (const i of [3, 1, 4, 0, 2]) rec.recordCompletion({ arrivalMs: 0, firstTokenMs: base + i * 0.01, finishMs: 100, queueMs: 0, promptTokens: 1, cachedTokens: 0, outputTokens: 1 });
+      return rec.finish().ttftP50Ms;
+    };
+    expect(p50(70)).toBeCloseTo(70.02, 9);
+    expect(p50(70.01)).toBeCloseTo(70.03, 9);
+  });
+
+  it("reports zeros for a run with no completed request", () => {
+    const m = new RunRecorder({ bucketMs: 1000 }).finish();
+    expect([m.requests, m.ttftP50Ms, m.ttftP99Ms, m.ttftCdf.length]).toEqual([0, 0, 0, 0]);
   });
 });
 
