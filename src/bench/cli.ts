@@ -38,7 +38,8 @@ Options:
   --capacity LIST        KV cache per instance in tokens: 1.2M, 600k, 300000 (default: 1.2M)
   --rate LIST            arrival-rate multiplier (default: 1)
   --duration LIST        simulated time: 90s, 30m, 1h, 1h30m (default: the workload's)
-  --seed LIST            seed (default: 1)
+  --seed LIST            seeds or ranges, e.g. 1-5 (default: 1); with several, means with
+                         95% intervals and paired comparisons with longest-prefix
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)

@@ -51,14 +51,14 @@ export type {
   RunRecorderOptions,
   ScaleEventResult,
 } from "./metrics.js";
-export { checkGoals, compareToRandom, scenarioKey } from "./compare.js";
-export type { Comparison, GoalCheck } from "./compare.js";
-export { formatComparison, formatDuration, formatGoals, formatReport, formatScaleEvents, formatTable } from "./table.js";
+export { checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, estimate, scenarioKey, summarizeSeeds } from "./compare.js";
+export type { Comparison, Estimate, GoalCheck, LongestPrefixGoal, PairedComparison, SeedSummary, Verdict } from "./compare.js";
+export { formatComparison, formatDuration, formatGoals, formatLongestPrefixGoals, formatPaired, formatReport, formatScaleEvents, formatSeedSummary, formatTable } from "./table.js";
 export { hitRateSpec, loadSvgRenderer, renderHtmlReport, seriesLabel, shareSpec, ttftCdfSpec } from "./report.js";
 export type { ChartSpec, SvgRenderer } from "./report.js";
 export { BENCH_USAGE, runBenchCommand } from "./cli.js";
 export type { BenchCliIo } from "./cli.js";
-export { parseBenchArgs, parseDuration, parseScaleEvent, parseTokenCount } from "./options.js";
+export { parseBenchArgs, parseDuration, parseScaleEvent, parseSeeds, parseTokenCount } from "./options.js";
 export type { BenchArgs } from "./options.js";
 export { Rng, Zipf, mix32 } from "../random.js";
 export { TextSource, syntheticText } from "./text.js";

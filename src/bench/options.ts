@@ -75,6 +75,24 @@ export function parseNumbers(values: readonly string[] | undefined, option: stri
   });
 }
 
+/**
+ * Parses seeds: integers ≥ 0 and inclusive ranges `a-b` (at most 1,000 seeds in a range).
+ * @example parseSeeds(["1-3,7"]) // [1, 2, 3, 7]
+ */
+export function parseSeeds(values: readonly string[] | undefined): number[] | undefined {
+  const list = splitList(values);
+  if (list === undefined) return undefined;
+  return list.flatMap((v) => {
+    const m = /^(\d+)(?:-(\d+))?$/.exec(v);
+    const from = m === null ? Number.NaN : Number(m[1]);
+    const to = m === null ? Number.NaN : Number(m[2] ?? m[1]);
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to) || to < from || to - from >= 1000) {
+      throw new BenchError("ERR_BENCH_OPTION", `Expected \`--seed\` to hold integers ≥ 0 or ranges like 1-5 (at most 1,000 seeds), got "${v}"`);
+    }
+    return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  });
+}
+
 /** The parsed command line of `prefix-router bench`. */
 export interface BenchArgs {
   help: boolean;
@@ -137,7 +155,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     capacityTokens: splitList(strings("capacity"))?.map((v) => parseTokenCount(v, "--capacity")),
     rateMultipliers: parseNumbers(strings("rate"), "--rate", false),
     durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
-    seeds: parseNumbers(strings("seed"), "--seed", true),
+    seeds: parseSeeds(strings("seed")),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     json: values["json"] as string | undefined,

@@ -2,7 +2,7 @@
  * Plain-text output of the benchmark: the result table, the comparison with random, the goal
  * checks and the scale events. Pure string formatting, no dependencies.
  */
-import { checkGoals, compareToRandom } from "./compare.js";
+import { type Estimate, type Verdict, checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
 import type { BenchRow } from "./run.js";
 
 type Align = "l" | "r";
@@ -14,6 +14,9 @@ function grid(header: readonly string[], align: readonly Align[], body: readonly
     cells.map((c, i) => (align[i] === "r" ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
   return [line(header), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
+
+/** The strategy the paired comparison measures everything against, when it ran. */
+const PAIRED_REFERENCE = "longest-prefix";
 
 const pct = (v: number, digits = 1) => `${(100 * v).toFixed(digits)}`;
 const ms = (v: number) => (v >= 1000 ? v.toFixed(0) : v.toFixed(1));
@@ -121,6 +124,69 @@ export function formatScaleEvents(rows: readonly BenchRow[]): string {
   return grid(header, ["l", "l", "r", "l", "r", "r", "r", "r"], body);
 }
 
+/** `mean ± half-width` with `digits` decimals (× `scale`); just the mean for one seed. */
+function pm(e: Estimate, digits: number, scale = 1): string {
+  const mean = (scale * e.mean).toFixed(digits);
+  return Number.isNaN(e.halfWidth) ? mean : `${mean} ± ${(scale * e.halfWidth).toFixed(digits)}`;
+}
+
+const signedPm = (e: Estimate, digits: number, scale = 1) => (e.mean > 0 ? "+" : "") + pm(e, digits, scale);
+
+/**
+ * Every configuration that ran with two or more seeds: means with 95% confidence intervals over
+ * the seeds, and the largest share any instance had in any seed. Empty with one seed per row.
+ */
+export function formatSeedSummary(rows: readonly BenchRow[]): string {
+  const summaries = summarizeSeeds(rows).filter((s) => s.seeds.length > 1);
+  if (summaries.length === 0) return "";
+  const header = ["workload", "strategy", "prefix", "thr", "seeds", "P50 ms", "P90 ms", "hit %", "max share %"];
+  const body = summaries.map((s) => [
+    s.row.workload,
+    s.row.strategy,
+    s.row.prefixLength === null ? "-" : String(s.row.prefixLength),
+    s.row.concurrencyThreshold === null ? "-" : String(s.row.concurrencyThreshold),
+    String(s.seeds.length),
+    pm(s.ttftP50Ms, 3),
+    pm(s.ttftP90Ms, 2),
+    pm(s.tokenHitRate, 3, 100),
+    pct(s.maxShare),
+  ]);
+  return grid(header, ["l", "l", "r", "r", "r", "r", "r", "r", "r"], body);
+}
+
+const VERDICT: Record<Verdict, string> = { lower: "lower", higher: "higher", tie: "tie" };
+
+/**
+ * Every configuration against `reference`, paired by seed (see `compareAcrossSeeds`): the mean
+ * per-seed difference reference − row with its 95% interval, and which side of 0 it lies on.
+ * Empty when no configuration shares two or more seeds with the reference.
+ */
+export function formatPaired(rows: readonly BenchRow[], reference: string): string {
+  const cmp = compareAcrossSeeds(rows, reference).filter((c) => c.seeds.length > 1);
+  if (cmp.length === 0) return "";
+  const header = ["workload", "strategy", "prefix", "thr", "seeds", "Δ P50 ms", "P50", "Δ hit pts", "hit"];
+  const body = cmp.map((c) => [
+    c.row.workload,
+    c.row.strategy,
+    c.row.prefixLength === null ? "-" : String(c.row.prefixLength),
+    c.row.concurrencyThreshold === null ? "-" : String(c.row.concurrencyThreshold),
+    String(c.seeds.length),
+    signedPm(c.ttftP50DiffMs, 3),
+    VERDICT[c.ttftP50],
+    signedPm(c.tokenHitRateDiff, 3, 100),
+    VERDICT[c.tokenHitRate],
+  ]);
+  return grid(header, ["l", "l", "r", "r", "r", "r", "l", "r", "l"], body);
+}
+
+/** The issue-7 goals of `longest-prefix`, per scenario. Empty without longest-prefix and prefix-aware rows. */
+export function formatLongestPrefixGoals(rows: readonly BenchRow[]): string {
+  const goals = checkLongestPrefixGoals(rows);
+  if (goals.length === 0) return "";
+  const body = goals.map((g) => [g.row.workload, g.goal, g.measured, g.met ? "met" : "MISSED"]);
+  return grid(["workload", "goal (longest-prefix)", "measured (longest-prefix − row)", "result"], ["l", "l", "r", "l"], body);
+}
+
 /** Everything the terminal shows after a run, sections separated by blank lines. */
 export function formatReport(rows: readonly BenchRow[]): string {
   const sections: string[] = [formatTable(rows)];
@@ -128,7 +194,17 @@ export function formatReport(rows: readonly BenchRow[]): string {
   if (cmp) sections.push(`Compared with random on the same request sequence:\n${cmp}`);
   const events = formatScaleEvents(rows);
   if (events) sections.push(`Scale events (hit rate smoothed over 3 buckets; recovered = within 2 points of the level before):\n${events}`);
+  const seeds = formatSeedSummary(rows);
+  if (seeds) sections.push(`Across seeds (mean ± 95% confidence interval of the mean; max share: worst seed):\n${seeds}`);
+  const paired = rows.some((r) => r.strategy === PAIRED_REFERENCE) ? formatPaired(rows, PAIRED_REFERENCE) : "";
+  if (paired) {
+    sections.push(
+      `${PAIRED_REFERENCE} against each row, paired by seed (Δ = ${PAIRED_REFERENCE} − row; "lower"/"higher": ${PAIRED_REFERENCE}'s value, when the 95% interval excludes 0):\n${paired}`,
+    );
+  }
   const goals = formatGoals(rows);
   if (goals) sections.push(`Goals of issue 6:\n${goals}`);
+  const lpGoals = formatLongestPrefixGoals(rows);
+  if (lpGoals) sections.push(`Goals of issue 7 (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpGoals}`);
   return `${sections.join("\n\n")}\n`;
 }
