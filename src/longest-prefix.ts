@@ -53,8 +53,8 @@
  * hold; when its in-flight count drops from k to k′ the estimate keeps k′/k of itself). A request
  * of which less than half is held anywhere (2M < its blocks; SGLang's cache threshold) pays most
  * of its prefill wherever it goes: the target the walk found competes with the next two of the
- * ranking that hold as much of it and are open and within c, and the one with the least work in
- * flight takes it — never one with more requests in flight than the walk's target. A new prefix
+ * ranking that hold as much of it and pass the same load rule (open, and within the factor of the
+ * pass that found it), and the one with the least work in flight takes it — never one with more requests in flight than the walk's target. A new prefix
  * so goes to one of its first three rendezvous targets: every process agrees on the three, and on
  * the first while their backlogs are equal (an idle fleet); a bounded deviation under load, like
  * the bounded load itself.
@@ -432,8 +432,10 @@ export class LongestPrefixRouting {
       if (best !== -1) {
         // Less than half of the request is held anywhere: it pays most of its prefill wherever it
         // goes, so among the next targets of the ranking holding as much of it, one with less work
-        // in flight (and no more requests) takes it.
-        if (2 * M < blocks) best = this.lighter(snap, candidates, chain, best, M, (i) => open(i) && within(i, c));
+        // in flight (and no more requests) takes it — one that passes this pass's load rule too,
+        // so a new prefix behind a common start still goes only to a target at or below its fair
+        // share, and the work signal never undoes the share signal.
+        if (2 * M < blocks) best = this.lighter(snap, candidates, chain, best, M, (i) => open(i) && within(i, factor));
         this.lastWork = blocks - (match[best] as number);
         const rank = this.rankOf(best, T, M);
         // A target holding the longest match loses nothing: preferred, even when load chose it

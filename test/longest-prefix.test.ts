@@ -452,6 +452,24 @@ describe("work-aware choice", () => {
     lease.release();
   });
 
+  it("never lets the work signal send a new document behind a common start to a target above its fair share", async () => {
+    const router = await lp(ids(5));
+    for (const t of router.targets()) sendTo(router, t.id, rag(`warm-${t.id}`));
+    const body = rag("new document");
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    // Picks so far: order[0] 3, order[1] 5 (above its fair share 4.4, within 1.25×), the rest 4.
+    const extra = [2, 4, 3, 3, 3];
+    order.forEach((id, k) => {
+      for (let i = 0; i < (extra[k] as number); i++) sendTo(router, id, rag(`more-${id}-${i}`));
+    });
+    const held = hold(router, order[0] as string, big("long")); // the walk's pick, with the most work in flight
+    const lease = router.route({ body });
+    // order[1] has no work in flight but more than its share: the next lighter target takes it.
+    expect(lease.target.id).toBe(order[2]);
+    held.release();
+    lease.release();
+  });
+
   it("keeps the rendezvous choice when the lighter targets have more requests in flight", async () => {
     const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
     const body = small("new");
