@@ -2,7 +2,7 @@
  * Plain-text output of the benchmark: the result table, the comparison with random, the goal
  * checks and the scale events. Pure string formatting, no dependencies.
  */
-import { type Estimate, type Verdict, checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
+import { type Estimate, checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
 import type { BenchRow } from "./run.js";
 
 type Align = "l" | "r";
@@ -132,6 +132,16 @@ function pm(e: Estimate, digits: number, scale = 1): string {
 
 const signedPm = (e: Estimate, digits: number, scale = 1) => (e.mean > 0 ? "+" : "") + pm(e, digits, scale);
 
+/** The cells naming a row's configuration: workload, strategy, prefix length, threshold. */
+function configCells(r: BenchRow): string[] {
+  return [
+    r.workload,
+    r.strategy,
+    r.prefixLength === null ? "-" : String(r.prefixLength),
+    r.concurrencyThreshold === null ? "-" : String(r.concurrencyThreshold),
+  ];
+}
+
 /**
  * Every configuration that ran with two or more seeds: means with 95% confidence intervals over
  * the seeds, and the largest share any instance had in any seed. Empty with one seed per row.
@@ -141,10 +151,7 @@ export function formatSeedSummary(rows: readonly BenchRow[]): string {
   if (summaries.length === 0) return "";
   const header = ["workload", "strategy", "prefix", "thr", "seeds", "P50 ms", "P90 ms", "hit %", "max share %"];
   const body = summaries.map((s) => [
-    s.row.workload,
-    s.row.strategy,
-    s.row.prefixLength === null ? "-" : String(s.row.prefixLength),
-    s.row.concurrencyThreshold === null ? "-" : String(s.row.concurrencyThreshold),
+    ...configCells(s.row),
     String(s.seeds.length),
     pm(s.ttftP50Ms, 3),
     pm(s.ttftP90Ms, 2),
@@ -153,8 +160,6 @@ export function formatSeedSummary(rows: readonly BenchRow[]): string {
   ]);
   return grid(header, ["l", "l", "r", "r", "r", "r", "r", "r", "r"], body);
 }
-
-const VERDICT: Record<Verdict, string> = { lower: "lower", higher: "higher", tie: "tie" };
 
 /**
  * Every configuration against `reference`, paired by seed (see `compareAcrossSeeds`): the mean
@@ -165,16 +170,13 @@ export function formatPaired(rows: readonly BenchRow[], reference: string): stri
   const cmp = compareAcrossSeeds(rows, reference).filter((c) => c.seeds.length > 1);
   if (cmp.length === 0) return "";
   const header = ["workload", "strategy", "prefix", "thr", "seeds", "Δ P50 ms", "P50", "Δ hit pts", "hit"];
-  const body = cmp.map((c) => [
-    c.row.workload,
-    c.row.strategy,
-    c.row.prefixLength === null ? "-" : String(c.row.prefixLength),
-    c.row.concurrencyThreshold === null ? "-" : String(c.row.concurrencyThreshold),
+  const body = cmp.map((c): string[] => [
+    ...configCells(c.row),
     String(c.seeds.length),
     signedPm(c.ttftP50DiffMs, 3),
-    VERDICT[c.ttftP50],
+    c.ttftP50,
     signedPm(c.tokenHitRateDiff, 3, 100),
-    VERDICT[c.tokenHitRate],
+    c.tokenHitRate,
   ]);
   return grid(header, ["l", "l", "r", "r", "r", "r", "l", "r", "l"], body);
 }
