@@ -205,7 +205,8 @@ export interface PairedComparison {
  * Each seed is the same request sequence for both, so the per-seed differences cancel the
  * workload's own variation (a paired comparison); a difference counts only when its 95%
  * interval excludes 0, and never with a single seed (`tie`). Scenarios without a reference row
- * are skipped.
+ * are skipped; when the reference ran in several configurations (thresholds), its first one in
+ * each scenario is the reference and the others are compared with it like any row.
  */
 export function compareAcrossSeeds(rows: readonly BenchRow[], reference: string): PairedComparison[] {
   const refs = new Map<string, Map<number, BenchRow>>();
@@ -276,9 +277,13 @@ export function checkLongestPrefixGoals(rows: readonly BenchRow[]): LongestPrefi
   const ms = (e: Estimate) => `${e.mean > 0 ? "+" : ""}${e.mean.toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${e.halfWidth.toFixed(3)}`} ms`;
   const pts = (e: Estimate) =>
     `${e.mean > 0 ? "+" : ""}${(100 * e.mean).toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${(100 * e.halfWidth).toFixed(3)}`} pts`;
+  const done = new Set<string>();
   for (const lp of summaries.filter((s) => s.row.strategy === reference)) {
     const scenario = scenarioKeyWithoutSeed(lp.row);
-    const mine = paired.filter((c) => scenarioKeyWithoutSeed(c.row) === scenario);
+    // The reference configuration of the scenario is its first one (see compareAcrossSeeds).
+    if (done.has(scenario)) continue;
+    done.add(scenario);
+    const mine = paired.filter((c) => scenarioKeyWithoutSeed(c.row) === scenario && c.row.strategy !== reference);
     const pa = summaries
       .filter((s) => s.row.strategy === "prefix-aware" && scenarioKeyWithoutSeed(s.row) === scenario)
       .sort((a, b) => a.ttftP50Ms.mean - b.ttftP50Ms.mean)[0];
