@@ -27,6 +27,7 @@ describe("prefix-router bench", () => {
     [["--workload", "chat"]],
     [["--scale-at", "10m"]],
     [["--prefix-length", "abc"]],
+    [["--routers", "two"]],
   ])("exits 2 on a usage error: %j", async (argv) => {
     const c = capture();
     expect(await runBenchCommand(argv, c.io)).toBe(2);

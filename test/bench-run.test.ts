@@ -119,7 +119,50 @@ describe("runBenchmark", () => {
     expect(released).toBe(routed);
   });
 
+  it("spreads requests over independent router processes, each with its own state, all released", async () => {
+    const made: { routed: number; released: number }[] = [];
+    const counting: PolicyFactory = {
+      name: "counting",
+      usesPrefixLength: false,
+      usesConcurrencyThreshold: false,
+      async create(ctx) {
+        const me = { routed: 0, released: 0 };
+        made.push(me);
+        return {
+          route() {
+            me.routed++;
+            return { targetId: ctx.targets[me.routed % ctx.targets.length]!, spilled: false, release: () => void me.released++ };
+          },
+          setTargets() {},
+        };
+      },
+    };
+    const [row] = await runBenchmark({ workloads: ["rag"], strategies: [counting], durationsMs: [30_000], routers: [4] });
+    expect(row!.routers).toBe(4);
+    expect(made).toHaveLength(4);
+    expect(made.reduce((s, m) => s + m.routed, 0)).toBe(row!.requests);
+    for (const m of made) {
+      expect(m.released).toBe(m.routed);
+      // Uniform at random per request: each process takes about a quarter.
+      expect(m.routed / row!.requests).toBeGreaterThan(0.15);
+      expect(m.routed / row!.requests).toBeLessThan(0.35);
+    }
+  });
+
+  it("keeps a stateless hash's results with any number of router processes; routers: 1 is the default", async () => {
+    const options = { workloads: ["rag" as const], strategies: ["prefix-aware"], durationsMs: [60_000], prefixLengths: [4096] };
+    const [one, four] = await runBenchmark({ ...options, routers: [1, 4] });
+    const [byDefault] = await runBenchmark(options);
+    expect(simulated([byDefault!])).toBe(simulated([one!]));
+    // Every process hashes a prefix to the same instance, and with nothing at its threshold the
+    // in-flight counts, local to each process, never come into play.
+    expect(four!.routers).toBe(4);
+    expect(four!.tokenHitRate).toBe(one!.tokenHitRate);
+    expect(four!.instanceShares).toEqual(one!.instanceShares);
+  });
+
   it.each([
+    [{ routers: [0] }, /`routers`/],
     [{ workloads: ["nope" as never] }, /Unknown workload `nope`/],
     [{ strategies: ["fastest"] }, /Unknown strategy `fastest`/],
     [{ instances: [0] }, /`instances`/],

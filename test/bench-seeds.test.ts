@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 function row(strategy: string, seed: number, p50: number, hit: number, extra: Partial<BenchRow> = {}): BenchRow {
   return {
     workload: "rag", strategy, instances: 7, prefixLength: null, concurrencyThreshold: null, capacityTokens: 1_200_000,
-    rateMultiplier: 1, durationMs: 60_000, seed, rejected: 0, idealHitRate: 0.9, scaleEvents: [],
+    rateMultiplier: 1, durationMs: 60_000, seed, routers: 1, rejected: 0, idealHitRate: 0.9, scaleEvents: [],
     wall: { decisionsPerSecond: 1, routeMeanUs: 1, runMs: 1 },
     requests: 100, ttftP50Ms: p50, ttftP90Ms: p50 * 2, ttftP99Ms: p50 * 3, ttftMeanMs: p50, queueMeanMs: 0, tokenHitRate: hit,
     throughput: 1, outputTokensPerSecond: 1, spilloverRate: 0, minShare: 0.14, maxShare: 0.15, instanceShares: {},
@@ -121,7 +121,7 @@ describe("prefix-router bench with several seeds", () => {
   it("prints means with intervals, the paired comparison and the issue-7 goals", async () => {
     const err: string[] = [];
     const code = await runBenchCommand(
-      ["--workload", "rag", "--strategies", "prefix-aware,longest-prefix,peer:litellm-affinity", "--prefix-length", "4096", "--duration", "20s", "--seed", "1-2", "-q"],
+      ["--workload", "rag", "--strategies", "prefix-aware,longest-prefix,peer:litellm-affinity", "--prefix-length", "4096", "--duration", "20s", "--seed", "1-2", "--routers", "1,2", "-q"],
       { out: (l) => void err.push(l), err: (l) => void err.push(l) },
     );
     expect(code).toBe(0);
@@ -129,5 +129,8 @@ describe("prefix-router bench with several seeds", () => {
     expect(text).toMatch(/Across seeds[\s\S]*longest-prefix\s+-\s+32\s+2\s+\d+\.\d{3} ± \d+\.\d{3}/);
     expect(text).toContain("longest-prefix against each row, paired by seed");
     expect(text).toMatch(/Goals of issue 7[\s\S]*P50 < peer:litellm-affinity/);
+    // Two router processes: their own rows, labelled, compared with longest-prefix ×2.
+    expect(text).toMatch(/longest-prefix ×2\s+-\s+32\s+2\s+/);
+    expect(text).toMatch(/rag\s+peer:litellm-affinity ×2\s+-\s+-\s+2\s+[+-]\d/);
   });
 });

@@ -40,6 +40,8 @@ Options:
   --duration LIST        simulated time: 90s, 30m, 1h, 1h30m (default: the workload's)
   --seed LIST            seeds or ranges, e.g. 1-5 (default: 1); with several, means with
                          95% intervals and paired comparisons with longest-prefix
+  --routers LIST         independent router processes, each request through a random one
+                         (application replicas that each embed the router; default: 1)
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
@@ -85,6 +87,7 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.rateMultipliers && { rateMultipliers: args.rateMultipliers }),
       ...(args.durationsMs && { durationsMs: args.durationsMs }),
       ...(args.seeds && { seeds: args.seeds }),
+      ...(args.routers && { routers: args.routers }),
       scaleEvents: args.scaleEvents,
       ...(progress && { onProgress: progress.update }),
     };

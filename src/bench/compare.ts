@@ -22,7 +22,7 @@ export interface Comparison {
 
 /** Key of the scenario a row belongs to (everything but the policy configuration). */
 export function scenarioKey(r: BenchRow): string {
-  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.seed]);
+  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1, r.seed]);
 }
 
 /** Compares every non-random row with the random row of its scenario (rows without one are skipped). */
@@ -142,12 +142,12 @@ export function estimate(values: readonly number[]): Estimate {
 
 /** Key of a row's policy configuration on its scenario, without the seed. */
 function configKey(r: BenchRow): string {
-  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.strategy, r.prefixLength, r.concurrencyThreshold]);
+  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1, r.strategy, r.prefixLength, r.concurrencyThreshold]);
 }
 
 /** Key of a row's scenario without the seed. */
 function scenarioKeyWithoutSeed(r: BenchRow): string {
-  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs]);
+  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1]);
 }
 
 /** One policy configuration on one scenario, over every seed it ran with. */

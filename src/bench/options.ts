@@ -105,6 +105,7 @@ export interface BenchArgs {
   rateMultipliers: number[] | undefined;
   durationsMs: number[] | undefined;
   seeds: number[] | undefined;
+  routers: number[] | undefined;
   traceFile: string | undefined;
   scaleEvents: ScaleEvent[];
   json: string | undefined;
@@ -133,6 +134,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         rate: { type: "string", multiple: true },
         duration: { type: "string", multiple: true },
         seed: { type: "string", multiple: true },
+        routers: { type: "string", multiple: true },
         trace: { type: "string" },
         "scale-at": { type: "string", multiple: true },
         json: { type: "string" },
@@ -156,6 +158,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     rateMultipliers: parseNumbers(strings("rate"), "--rate", false),
     durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
     seeds: parseSeeds(strings("seed")),
+    routers: parseNumbers(strings("routers"), "--routers", true),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     json: values["json"] as string | undefined,

@@ -173,7 +173,7 @@ export async function renderHtmlReport(rows: readonly BenchRow[], render?: SvgRe
   const sections: string[] = [];
   for (const g of groups.values()) {
     const s = g[0]!;
-    const title = `${s.workload} — ${s.instances} instances, ${formatDuration(s.durationMs)}, rate ×${s.rateMultiplier}, cache ${s.capacityTokens.toLocaleString("en-US")} tokens, seed ${s.seed}`;
+    const title = `${s.workload} — ${s.instances} instances, ${formatDuration(s.durationMs)}, rate ×${s.rateMultiplier}, cache ${s.capacityTokens.toLocaleString("en-US")} tokens, seed ${s.seed}${(s.routers ?? 1) > 1 ? `, ${s.routers} router processes` : ""}`;
     const table = htmlTable(
       ["strategy", "P50 ms", "P90 ms", "P99 ms", "queue ms", "hit", "ideal", "req/s", "spill", "share min–max", "decisions/s"],
       g.map((r) => [

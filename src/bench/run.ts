@@ -52,6 +52,14 @@ export interface BenchOptions {
   durationsMs?: readonly number[];
   /** Seeds. @default [1] */
   seeds?: readonly number[];
+  /**
+   * Independent router processes in front of the fleet (application replicas that each embed the
+   * router): each request goes through one of them, chosen uniformly at random per request (a
+   * stateless load balancer in front of the application, the hardest case for strategies that
+   * learn from what they routed). Each has its own in-flight counts and, for `longest-prefix`, its
+   * own index; they share the configuration, seed included. @default [1]
+   */
+  routers?: readonly number[];
   /** Scale events applied in every run, in time order. @default [] */
   scaleEvents?: readonly ScaleEvent[];
   /** Engine parameter overrides for every instance (capacity is set by `capacityTokens`). */
@@ -95,6 +103,8 @@ export interface BenchRow extends RunMetrics {
   rateMultiplier: number;
   durationMs: number;
   seed: number;
+  /** Independent router processes the requests were spread over (see `BenchOptions.routers`). */
+  routers: number;
   /** Requests the engine refused (prompt + output longer than the model's context or the whole cache). */
   rejected: number;
   /** Σ cached tokens / Σ prompt tokens for one infinitely large cache that has seen every earlier request. */
@@ -116,6 +126,7 @@ interface Scenario {
   rateMultiplier: number;
   durationMs: number;
   seed: number;
+  routers: number;
 }
 
 interface PolicyRun {
@@ -126,7 +137,7 @@ interface PolicyRun {
 
 /**
  * Runs the benchmark and returns one row per (scenario × policy configuration), in the order
- * workloads → instances → capacity → rate → duration → seed → strategy → prefix length →
+ * workloads → instances → capacity → rate → duration → seed → routers → strategy → prefix length →
  * threshold.
  *
  * @throws {BenchError} `ERR_BENCH_OPTION` for an unknown workload or strategy, or a value out of range
@@ -159,6 +170,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   );
   const rates = checkList("rateMultipliers", options.rateMultipliers ?? [1], (v) => Number.isFinite(v) && v > 0, "numbers > 0");
   const seeds = checkList("seeds", options.seeds ?? [1], (v) => Number.isSafeInteger(v) && v >= 0, "integers ≥ 0");
+  const routerCounts = checkList("routers", options.routers ?? [1], (v) => Number.isInteger(v) && v >= 1 && v <= 256, "integers from 1 to 256");
   const thresholds = checkList(
     "concurrencyThresholds",
     options.concurrencyThresholds ?? [DEFAULT_CONCURRENCY_THRESHOLD],
@@ -186,7 +198,8 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
       for (const capacityTokens of capacities)
         for (const rateMultiplier of rates)
           for (const durationMs of options.durationsMs ?? [workload.defaultDurationMs])
-            for (const seed of seeds) {
+            for (const seed of seeds)
+            for (const routers of routerCounts) {
               let size = n;
               for (const e of scaleEvents) {
                 size += e.delta;
@@ -203,7 +216,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                   for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
                     runs.push({ factory, prefixLength, concurrencyThreshold });
               }
-              plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed }, runs });
+              plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
             }
   }
 
@@ -265,14 +278,22 @@ async function simulate(
   const bucketMs = Math.max(1000, Math.round(sc.durationMs / 120 / 1000) * 1000);
   const recorder = new RunRecorder({ bucketMs });
   for (const id of ids) recorder.registerInstance(id);
-  const policy: Policy = await run.factory.create({
-    targets: ids,
-    prefixLength: run.prefixLength ?? DEFAULT_PREFIX_LENGTH,
-    concurrencyThreshold: run.concurrencyThreshold ?? DEFAULT_CONCURRENCY_THRESHOLD,
-    seed: sc.seed,
-    random: new Rng(mix32(sc.seed, 0x2047e)).asFunction(),
-    clock: { now: () => fleet.now },
-  });
+  // One policy per router process: same configuration and seed, own random stream and state.
+  const policies: Policy[] = [];
+  for (let k = 0; k < sc.routers; k++) {
+    policies.push(
+      await run.factory.create({
+        targets: ids,
+        prefixLength: run.prefixLength ?? DEFAULT_PREFIX_LENGTH,
+        concurrencyThreshold: run.concurrencyThreshold ?? DEFAULT_CONCURRENCY_THRESHOLD,
+        seed: sc.seed,
+        random: new Rng(k === 0 ? mix32(sc.seed, 0x2047e) : mix32(sc.seed, 0x2047e, k)).asFunction(),
+        clock: { now: () => fleet.now },
+      }),
+    );
+  }
+  // Which process each request goes through: its own stream, so the sequence does not depend on it.
+  const front = new Rng(mix32(sc.seed, 0x707e5));
   const ideal = knownIdeal === undefined ? new IdealCache(blockTokens) : undefined;
   const idealCached: number[] = [];
   const idealPrompt: number[] = [];
@@ -297,7 +318,7 @@ async function simulate(
       ids = ids.slice(0, ids.length + e.delta);
       for (const id of removed) fleet.removeInstance(id);
     }
-    policy.setTargets(ids);
+    for (const policy of policies) policy.setTargets(ids);
     applied.push({ atMs: e.atMs, delta: e.delta, instances: ids.length });
   };
 
@@ -314,6 +335,7 @@ async function simulate(
     fleet.advanceTo(req.arrivalMs);
     const prompt = renderPrompt(req.body);
     const t0 = performance.now();
+    const policy = sc.routers === 1 ? (policies[0] as Policy) : (policies[front.int(sc.routers)] as Policy);
     const decision = policy.route(req);
     routeMs += performance.now() - t0;
     decisions++;
@@ -372,6 +394,7 @@ async function simulate(
     rateMultiplier: sc.rateMultiplier,
     durationMs: sc.durationMs,
     seed: sc.seed,
+    routers: sc.routers,
     requests: m.requests,
     rejected,
     ttftP50Ms: round(m.ttftP50Ms, 3),

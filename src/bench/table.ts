@@ -22,6 +22,11 @@ const pct = (v: number, digits = 1) => `${(100 * v).toFixed(digits)}`;
 const ms = (v: number) => (v >= 1000 ? v.toFixed(0) : v.toFixed(1));
 const signed = (v: number) => `${v > 0 ? "+" : ""}${(100 * v).toFixed(1)}%`;
 
+/** The strategy, with `×N` when the row ran behind N > 1 independent router processes. */
+function strategyLabel(r: BenchRow): string {
+  return (r.routers ?? 1) > 1 ? `${r.strategy} ×${r.routers}` : r.strategy;
+}
+
 /** Human-readable duration: 90000 → "1m30s". */
 export function formatDuration(msValue: number): string {
   if (msValue < 1000) return `${msValue}ms`;
@@ -45,7 +50,7 @@ export function formatTable(rows: readonly BenchRow[]): string {
   const align: Align[] = ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r"];
   const body = rows.map((r) => [
     r.workload,
-    r.strategy,
+    strategyLabel(r),
     String(r.instances),
     r.prefixLength === null ? "-" : String(r.prefixLength),
     r.concurrencyThreshold === null ? "-" : String(r.concurrencyThreshold),
@@ -73,7 +78,7 @@ export function formatComparison(rows: readonly BenchRow[]): string {
   const align: Align[] = ["l", "l", "r", "r", "r", "r", "r", "r", "r"];
   const body = cmp.map((c) => [
     c.row.workload,
-    c.row.strategy,
+    strategyLabel(c.row),
     c.row.prefixLength === null ? "-" : String(c.row.prefixLength),
     c.row.concurrencyThreshold === null ? "-" : String(c.row.concurrencyThreshold),
     signed(c.ttftP50Change),
@@ -109,7 +114,7 @@ export function formatScaleEvents(rows: readonly BenchRow[]): string {
     for (const e of r.scaleEvents) {
       body.push([
         r.workload,
-        r.strategy,
+        strategyLabel(r),
         r.prefixLength === null ? "-" : String(r.prefixLength),
         `${formatDuration(e.atMs)} ${e.delta > 0 ? "+" : ""}${e.delta} → ${e.instances}`,
         e.baselineHitRate === null ? "-" : pct(e.baselineHitRate),
@@ -136,7 +141,7 @@ const signedPm = (e: Estimate, digits: number, scale = 1) => (e.mean > 0 ? "+" :
 function configCells(r: BenchRow): string[] {
   return [
     r.workload,
-    r.strategy,
+    strategyLabel(r),
     r.prefixLength === null ? "-" : String(r.prefixLength),
     r.concurrencyThreshold === null ? "-" : String(r.concurrencyThreshold),
   ];
