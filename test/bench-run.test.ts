@@ -161,6 +161,20 @@ describe("runBenchmark", () => {
     expect(four!.instanceShares).toEqual(one!.instanceShares);
   });
 
+  it("longest-prefix keeps its hit rate with four router processes; longest-prefix:exclusive does not", async () => {
+    const rows = await runBenchmark({
+      workloads: ["sharegpt"],
+      strategies: ["longest-prefix", "longest-prefix:exclusive"],
+      durationsMs: [180_000],
+      routers: [1, 4],
+    });
+    const hit = (strategy: string, routers: number) => rows.find((r) => r.strategy === strategy && r.routers === routers)!.tokenHitRate;
+    // Conversations whose turns arrive through different processes: each process that has not
+    // seen the conversation places it anew, so the processes must agree where it goes.
+    expect(hit("longest-prefix", 1) - hit("longest-prefix", 4)).toBeLessThan(0.05);
+    expect(hit("longest-prefix:exclusive", 1) - hit("longest-prefix:exclusive", 4)).toBeGreaterThan(0.15);
+  });
+
   it.each([
     [{ routers: [0] }, /`routers`/],
     [{ workloads: ["nope" as never] }, /Unknown workload `nope`/],

@@ -105,6 +105,7 @@ describe("options", () => {
       ttlMs: 0,
       loadFactor: 1.25,
       loadWindow: 4096,
+      exclusive: false,
     });
     expect(Object.isFrozen(DEFAULT_LONGEST_PREFIX)).toBe(true);
     const router = await lp(ids(2));
@@ -129,6 +130,7 @@ describe("options", () => {
     [{ loadFactor: 0.9 }, RangeError, "Expected `longestPrefix.loadFactor` to be a number from 1 to 100, got 0.9"],
     [{ loadFactor: "2" }, TypeError, 'Expected `longestPrefix.loadFactor` to be a number from 1 to 100, got "2"'],
     [{ loadWindow: 0 }, RangeError, "Expected `longestPrefix.loadWindow` to be an integer from 1 to 1000000, got 0"],
+    [{ exclusive: "yes" }, TypeError, 'Expected `longestPrefix.exclusive` to be a boolean, got "yes"'],
   ] as const)("rejects %j", async (options, type, message) => {
     const error = await lp(ids(2), options as LongestPrefixOptions).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(type);
@@ -429,18 +431,78 @@ describe("load guard", () => {
   });
 });
 
-describe("work-aware choice", () => {
-  /** Routes `body` to `id` and keeps it in flight. */
-  const hold = (router: Router, id: string, body: object): Lease => {
-    const lease = router.route({ body }, { exclude: router.targets().map((t) => t.id).filter((x) => x !== id) });
-    expect(lease.target.id).toBe(id);
-    return lease;
-  };
-  const big = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 60_000) }] });
-  const small = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 800) }] });
+/** Routes `body` to `id` and keeps it in flight. */
+const hold = (router: Router, id: string, body: object): Lease => {
+  const lease = router.route({ body }, { exclude: router.targets().map((t) => t.id).filter((x) => x !== id) });
+  expect(lease.target.id).toBe(id);
+  return lease;
+};
+const big = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 60_000) }] });
+const small = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 800) }] });
 
-  it("sends a new prefix to the next of the first three rendezvous targets when it has less work in flight", async () => {
+describe("several router processes (exclusive: false, the default)", () => {
+  it("keeps a new prefix on its first rendezvous target until that has 4× the work the second would have", async () => {
     const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = small("new"); // 800 characters: 4 blocks (3 full + the partial last one)
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    // 15 blocks queued on the first: less than 4 × 4, the request stays.
+    const queued = hold(router, order[0] as string, { model: "m", messages: [{ role: "user", content: text("queued", 14 * 256) }] });
+    const stays = router.route({ body });
+    expect([stays.target.id, stays.rank, stays.kind]).toEqual([order[0], 0, "preferred"]);
+    stays.release();
+    queued.release();
+    // A 60,000-character cold prompt queued there (235 blocks): the second candidate takes it.
+    const fresh = small("fresh");
+    const next = router.rank({ body: fresh }).targets.map((t) => t.id as string);
+    const held = hold(router, next[0] as string, big("long"));
+    const moved = router.route({ body: fresh });
+    expect([moved.target.id, moved.rank, moved.kind]).toEqual([next[1], 1, "spillover"]);
+    held.release();
+    moved.release();
+  });
+
+  it("routers with different work in flight place new documents alike; exclusive routers do not", async () => {
+    const place = async (exclusive: boolean) => {
+      // Without the bounded load (which, by design, may deviate differently in each process).
+      const a = await lp(ids(6), { exclusive, loadFactor: Number.POSITIVE_INFINITY });
+      const b = await lp(ids(6), { exclusive, loadFactor: Number.POSITIVE_INFINITY });
+      // Both have seen the system prompt everywhere; a has long prompts in flight on three targets.
+      for (const r of [a, b]) for (let i = 0; i < 6; i++) sendTo(r, `t${i}`, rag(`warm${i}`));
+      const held = ["t0", "t2", "t4"].map((id) => hold(a, id, rag(`busy-${id}`)));
+      let differ = 0;
+      for (let i = 0; i < 60; i++) {
+        const body = rag(`new${i}`);
+        const [x, y] = [a.route({ body }), b.route({ body })];
+        if (x.target.id !== y.target.id) differ++;
+        x.release();
+        y.release();
+      }
+      for (const h of held) h.release();
+      return differ;
+    };
+    expect(await place(false)).toBe(0);
+    expect(await place(true)).toBeGreaterThan(10);
+  });
+
+  it("moves a new prefix to its second rendezvous target when the first is full, and every router picks that same one", async () => {
+    const routers = await Promise.all([0, 1, 2].map(() => lp(ids(5), {}, { concurrencyThreshold: 1 })));
+    const body = small("new");
+    const order = (routers[0] as Router).rank({ body }).targets.map((t) => t.id as string);
+    const picks = routers.map((r, k) => {
+      // Each router has a different target full; router 0 the first choice.
+      const full = hold(r, k === 0 ? (order[0] as string) : (order[k + 1] as string), small(`busy${k}`));
+      const lease = r.route({ body });
+      full.release();
+      lease.release();
+      return lease.target.id;
+    });
+    expect(picks).toEqual([order[1], order[0], order[0]]);
+  });
+});
+
+describe("work-aware choice (exclusive: true)", () => {
+  it("sends a new prefix to the next of the first three rendezvous targets when it has less work in flight", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive: true });
     const body = small("new");
     const order = router.rank({ body }).targets.map((t) => t.id as string);
     const held = hold(router, order[0] as string, big("long"));
@@ -453,7 +515,7 @@ describe("work-aware choice", () => {
   });
 
   it("never lets the work signal send a new document behind a common start to a target above its fair share", async () => {
-    const router = await lp(ids(5));
+    const router = await lp(ids(5), { exclusive: true });
     for (const t of router.targets()) sendTo(router, t.id, rag(`warm-${t.id}`));
     const body = rag("new document");
     const order = router.rank({ body }).targets.map((t) => t.id as string);
@@ -471,7 +533,7 @@ describe("work-aware choice", () => {
   });
 
   it("keeps the rendezvous choice when the lighter targets have more requests in flight", async () => {
-    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive: true });
     const body = small("new");
     const order = router.rank({ body }).targets.map((t) => t.id as string);
     const held = [hold(router, order[0] as string, big("long"))];
@@ -480,7 +542,7 @@ describe("work-aware choice", () => {
   });
 
   it("keeps a request of which more than half is held on its holder", async () => {
-    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive: true });
     const holder = first(router, rag("doc")) as string;
     sendTo(router, holder, rag("doc"));
     hold(router, holder, big("long"));
@@ -489,7 +551,7 @@ describe("work-aware choice", () => {
   });
 
   it("falls back to the target with the least work: a queue longer than the request outweighs its cached part", async () => {
-    const router = await lp(ids(3), {}, { concurrencyThreshold: 1 });
+    const router = await lp(ids(3), { exclusive: true }, { concurrencyThreshold: 1 });
     const holder = first(router, rag("doc")) as string;
     sendTo(router, holder, rag("doc"));
     hold(router, holder, big("long"));

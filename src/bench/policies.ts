@@ -9,7 +9,7 @@
  * `context.random`, time only from `context.clock`.
  */
 import { STRATEGIES, createRouter } from "../index.js";
-import type { Strategy } from "../index.js";
+import type { LongestPrefixOptions, Strategy } from "../index.js";
 import { PEER_BASELINES } from "./baselines.js";
 import type { BenchRequest } from "./workloads.js";
 
@@ -72,11 +72,11 @@ export interface PolicyFactory {
  * @example
  * const factories = [routerPolicy("random"), routerPolicy("prefix-aware")];
  */
-export function routerPolicy(strategy: Strategy): PolicyFactory {
+export function routerPolicy(strategy: Strategy, variant?: { name: string; longestPrefix: LongestPrefixOptions }): PolicyFactory {
   // `longest-prefix` matches blocks over the whole input: it has a load guard but no prefix length.
   const loadBased = strategy === "random" || strategy === "least-outstanding";
   return {
-    name: strategy,
+    name: variant?.name ?? strategy,
     usesPrefixLength: !loadBased && strategy !== "longest-prefix",
     usesConcurrencyThreshold: !loadBased,
     async create(ctx) {
@@ -90,6 +90,7 @@ export function routerPolicy(strategy: Strategy): PolicyFactory {
         random: ctx.random,
         clock: ctx.clock,
         ejection: false,
+        ...(variant === undefined ? {} : { longestPrefix: variant.longestPrefix }),
       });
       return {
         route(request) {
@@ -113,8 +114,20 @@ export function routerPolicy(strategy: Strategy): PolicyFactory {
 /** prefix-router's strategies, in the order the benchmark lists them. */
 export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
 
-/** Every policy name the benchmark runs by default: prefix-router's strategies, then the peer baselines (`peer:*`, see baselines.ts). */
-export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...PEER_BASELINES.map((p) => p.name)];
+/**
+ * Non-default configurations of prefix-router's strategies that the benchmark runs as rows of
+ * their own: `longest-prefix:exclusive` is `longest-prefix` with `exclusive: true` (the setting
+ * for a router that sees all of its fleet's traffic).
+ */
+export const ROUTER_VARIANTS: readonly PolicyFactory[] = [
+  routerPolicy("longest-prefix", { name: "longest-prefix:exclusive", longestPrefix: { exclusive: true } }),
+];
+
+/**
+ * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
+ * then the peer baselines (`peer:*`, see baselines.ts).
+ */
+export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VARIANTS.map((p) => p.name), ...PEER_BASELINES.map((p) => p.name)];
 
 /**
  * The policy named `name`: one of prefix-router's strategies or a peer baseline (`peer:*`).
@@ -122,5 +135,5 @@ export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...PEER_BASEL
  */
 export function policyByName(name: string): PolicyFactory | undefined {
   if ((STRATEGIES as readonly string[]).includes(name)) return routerPolicy(name as Strategy);
-  return PEER_BASELINES.find((p) => p.name === name);
+  return ROUTER_VARIANTS.find((p) => p.name === name) ?? PEER_BASELINES.find((p) => p.name === name);
 }

@@ -30,6 +30,11 @@ export function checkNumber(name: string, value: unknown, min: number, max: numb
   return value;
 }
 
+export function checkBoolean(name: string, value: unknown): boolean {
+  if (typeof value !== "boolean") throw new TypeError(`Expected \`${name}\` to be a boolean, got ${describe(value)}`);
+  return value;
+}
+
 export function checkOneOf<T extends string>(name: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
     throw new (typeof value === "string" ? RangeError : TypeError)(
