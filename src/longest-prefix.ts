@@ -145,7 +145,7 @@ export interface LongestPrefixOptions {
    * has 4× its queued work): every process computes the same two, from the request alone, and they
    * agree on the first unless it is full, beyond its bound or swamped.
    * `true`: this process sees all the fleet's traffic, so it may also use its own view of each
-   * target's queued work to place such requests (lower tail latency on bursty traffic, e.g. −200 ms
+   * target's queued work to place such requests (lower tail latency on bursty traffic, e.g. −160 ms
    * P90 on the sample trace); with several processes that view differs between them and the same
    * prefix ends up on several targets (hit rate 97% → 67% with four processes on long-context).
    * See docs/longest-prefix.md, "Several router processes".
