@@ -56,7 +56,8 @@
  * request the index knows little of — less than half of it held anywhere (2M < its blocks), or its
  * longest match a common start held by several targets (the choice among them is the choice of a
  * home for what follows) — has two candidates computed from the request alone, the first two of
- * its ranking, and takes the first that is open and within c — or the second when the first has
+ * its ranking, and takes the first that is open and within c (strictly when both hold the longest
+ * match: moving between them costs no cache) — or the second when the first has
  * at least 4× the estimated work in flight that the second would have with the request (a burst
  * of cold prompts, which every process sees in its own share of the traffic, unlike a nuance
  * between two queues). Every process agrees on the first unless it is full, beyond its bound or
@@ -442,8 +443,7 @@ export class LongestPrefixRouting {
       const w = snap.weights[i] as number;
       const busy = (snap.states[i] as TargetState).inflight;
       if (factor > 1 && (busy === 0 || busy * weight < inflight * w)) return true;
-      const slot = this.slots[i] as Slot;
-      return slot.recent < factor * (slot.fair + w / weight);
+      return this.below(i, factor, w / weight);
     };
     const c = this.config.loadFactor;
     // Among targets that tie on the longest match the choice costs no cache, so it first goes to
@@ -464,6 +464,13 @@ export class LongestPrefixRouting {
     // A common start not yet on every target first goes to a target below 1/c of its share (an
     // instance just added), as in the walk below, so a scale-up still takes new prefixes.
     if (!this.config.exclusive && (2 * M < blocks || common)) {
+      // When both hold the longest match (a common start), moving between them costs no cache,
+      // so the bound is strict: no exemption for a target that is idle or below its share of
+      // requests in flight, which would let a replicated hot prefix push one holder past c.
+      // Otherwise the first may hold part of the request (a conversation's earlier turns), and at
+      // light load it keeps it, as in the walk.
+      const bounded = (i: number): boolean =>
+        common ? weight === 0 || c === Number.POSITIVE_INFINITY || this.below(i, c, (snap.weights[i] as number) / weight) : within(i, c);
       this.scoreAnchors(snap, candidates, chain, M);
       let first = -1;
       let second = -1;
@@ -484,7 +491,7 @@ export class LongestPrefixRouting {
       }
       if (best === -1) {
         for (const j of [first, second]) {
-          if (j !== -1 && open(candidates[j] as number) && within(candidates[j] as number, c)) {
+          if (j !== -1 && open(candidates[j] as number) && bounded(candidates[j] as number)) {
             best = j;
             break;
           }
@@ -495,7 +502,7 @@ export class LongestPrefixRouting {
         if (best === first && second !== -1) {
           const i0 = candidates[first] as number;
           const i1 = candidates[second] as number;
-          if (open(i1) && within(i1, c) && (snap.states[i1] as TargetState).inflight <= (snap.states[i0] as TargetState).inflight) {
+          if (open(i1) && bounded(i1) && (snap.states[i1] as TargetState).inflight <= (snap.states[i0] as TargetState).inflight) {
             const after = this.backlog(snap, i1) + blocks - (match[second] as number);
             if (this.backlog(snap, i0) >= QUEUE_RATIO * after) best = second;
           }
@@ -563,6 +570,12 @@ export class LongestPrefixRouting {
     for (let j = 1; j < T; j++) if (this.compare(j, top, M) < 0) top = j;
     this.lastWork = blocks - (match[top] as number);
     return { index: candidates[top] as number, kind: "fallback", rank: 0, key };
+  }
+
+  /** Whether target i's recent picks are below `factor` × (its fair share owed + `share`). */
+  private below(i: number, factor: number, share: number): boolean {
+    const slot = this.slots[i] as Slot;
+    return slot.recent < factor * (slot.fair + share);
   }
 
   /**

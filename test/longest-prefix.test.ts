@@ -410,15 +410,16 @@ describe("load guard", () => {
     for (const t of router.stats().targets) expect(t.routed).toBeLessThanOrEqual(1.25 * (N / n) + 1);
   });
 
-  it("bounds shares for any sequence of prefixes and weights (property)", async () => {
+  it("bounds shares for any sequence of prefixes and weights, in both modes (property)", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.nat(5), { minLength: 50, maxLength: 300 }),
         fc.constantFrom(1.1, 1.25, 2),
         fc.array(fc.constantFrom(1, 2, 3), { minLength: 3, maxLength: 3 }),
-        async (docs, c, weights) => {
+        fc.boolean(),
+        async (docs, c, weights, exclusive) => {
           const targets = weights.map((weight, i) => ({ id: `t${i}`, weight }));
-          const router = await lp(targets, { loadFactor: c, loadWindow: 1_000_000, blockSize: 64 });
+          const router = await lp(targets, { loadFactor: c, loadWindow: 1_000_000, blockSize: 64, exclusive });
           stream(router, docs.map((d, k) => ({ model: "m", messages: [{ role: "user", content: `${text(`d${d}`, 300)} ${k}` }] })), 6);
           const total = weights.reduce((a, b) => a + b, 0);
           for (const [i, t] of router.stats().targets.entries()) {
@@ -482,6 +483,31 @@ describe("several router processes (exclusive: false, the default)", () => {
     };
     expect(await place(false)).toBe(0);
     expect(await place(true)).toBeGreaterThan(10);
+  });
+
+  it("places any new document alike whatever short requests another router has in flight (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.nat(5), { maxLength: 60 }),
+        fc.array(fc.string({ minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 20 }),
+        async (busy, docs) => {
+          const idle = await lp(ids(6), { loadFactor: Number.POSITIVE_INFINITY });
+          const loaded = await lp(ids(6), { loadFactor: Number.POSITIVE_INFINITY });
+          // Up to 60 one-block requests in flight: never 4× a 6,000-character document's work.
+          const held = busy.map((t, k) => hold(loaded, `t${t}`, { model: "m", messages: [{ role: "user", content: `q${k}` }] }));
+          for (const doc of docs) {
+            const body = { model: "m", messages: [{ role: "user", content: text(`doc:${doc}`, 6000) }] };
+            const [a, b] = [idle.route({ body }), loaded.route({ body })];
+            expect(b.target.id).toBe(a.target.id);
+            a.release();
+            b.release();
+          }
+          for (const h of held) h.release();
+          expect(loaded.stats().totals.inflight).toBe(0);
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 
   it("moves a new prefix to its second rendezvous target when the first is full, and every router picks that same one", async () => {
