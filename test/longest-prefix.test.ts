@@ -410,6 +410,20 @@ describe("load guard", () => {
     for (const t of router.stats().targets) expect(t.routed).toBeLessThanOrEqual(1.25 * (N / n) + 1);
   });
 
+  it("keeps the holders of a replicated hot prefix within c, idle or not (fast-check's counterexample)", async () => {
+    const weights = [3, 1, 3];
+    const router = await lp(
+      weights.map((weight, i) => ({ id: `t${i}`, weight })),
+      { loadFactor: 1.1, loadWindow: 1_000_000, blockSize: 64 },
+    );
+    const docs = Array.from({ length: 72 }, (_, k) => (k === 12 ? 1 : k === 13 || k === 64 ? 2 : 0));
+    stream(router, docs.map((d, k) => ({ model: "m", messages: [{ role: "user", content: `${text(`d${d}`, 300)} ${k}` }] })), 6);
+    // Without the strict bound between two holders, t2 took 35 of 72 (bound 1.1 × 72 × 3/7 + 1 = 34.9).
+    for (const [i, t] of router.stats().targets.entries()) {
+      expect(t.routed).toBeLessThanOrEqual(1.1 * docs.length * ((weights[i] as number) / 7) + 1);
+    }
+  });
+
   it("bounds shares for any sequence of prefixes and weights, in both modes (property)", async () => {
     await fc.assert(
       fc.asyncProperty(
