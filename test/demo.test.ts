@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { demoWorkload, runDemo } from "../src/demo/demo.js";
+import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../src/demo/demo.js";
 import { formatDemoTable, runDemoCommand, summaryLine } from "../src/demo/cli.js";
 
 const small = { requests: 42, documents: 14, timeScale: 0.05, ratePerSecond: 20 } as const;
@@ -45,16 +45,25 @@ describe("demo end to end (live fleet, real openai client)", () => {
     expect(summaryLine(rows)).toMatch(/^prefix-aware vs random: P50 TTFT/);
   });
 
+  it("runs every strategy and longest-prefix with exclusive: true by default", () => {
+    expect(DEMO_STRATEGIES).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix", "longest-prefix:exclusive"]);
+    expect(demoRouterOptions("longest-prefix")).toEqual({ strategy: "longest-prefix" });
+    expect(demoRouterOptions("longest-prefix:exclusive")).toEqual({ strategy: "longest-prefix", longestPrefix: { exclusive: true } });
+  });
+
   it("the CLI prints JSON rows and rejects unknown strategies", async () => {
     const out: string[] = [];
     const io = { out: (l: string) => out.push(l), err: () => {}, untilStopped: () => Promise.resolve() };
     const code = await runDemoCommand(
-      ["--requests", "14", "--documents", "7", "--time-scale", "0.05", "--strategies", "prefix-aware", "--json"],
+      ["--requests", "14", "--documents", "7", "--time-scale", "0.05", "--strategies", "prefix-aware,longest-prefix:exclusive", "--json"],
       io,
     );
     expect(code).toBe(0);
     const rows = JSON.parse(out.join("\n")) as { strategy: string; inflightAfter: number }[];
-    expect(rows).toMatchObject([{ strategy: "prefix-aware", inflightAfter: 0 }]);
+    expect(rows).toMatchObject([
+      { strategy: "prefix-aware", inflightAfter: 0 },
+      { strategy: "longest-prefix:exclusive", inflightAfter: 0 },
+    ]);
     await expect(runDemoCommand(["--strategies", "round-robin"], io)).rejects.toThrow(/unknown strategy "round-robin"/);
   });
 });

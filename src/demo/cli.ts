@@ -5,8 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import type { CliIo } from "../fleet/cli.js";
-import { STRATEGIES, type Strategy } from "../router.js";
-import { DEFAULT_DEMO, type DemoRow, runDemo } from "./demo.js";
+import { DEFAULT_DEMO, DEMO_STRATEGIES, type DemoRow, type DemoStrategy, runDemo } from "./demo.js";
 
 export const DEMO_USAGE = `Usage: prefix-router demo [options]
 
@@ -19,7 +18,8 @@ Options:
   --documents <n>     shared 8,000-token documents (default ${DEFAULT_DEMO.documents})
   --rate <r>          arrivals per model second (default ${DEFAULT_DEMO.ratePerSecond})
   --time-scale <x>    wall-clock ms per model ms (default ${DEFAULT_DEMO.timeScale})
-  --strategies <list> comma-separated (default ${STRATEGIES.join(",")})
+  --strategies <list> comma-separated (default ${DEMO_STRATEGIES.join(",")};
+                      longest-prefix:exclusive is longest-prefix with exclusive: true)
   --seed <n>          workload seed (default ${DEFAULT_DEMO.seed})
   --json              print the rows as JSON instead of a table
   -h, --help          show this help`;
@@ -49,9 +49,9 @@ export async function runDemoCommand(argv: readonly string[], io: CliIo): Promis
     if (!Number.isFinite(n) || n < min) throw new RangeError(`--${name} expects a number >= ${min}, got ${v}`);
     return n;
   };
-  const strategies = (values.strategies?.split(",").map((s) => s.trim()) ?? [...STRATEGIES]) as Strategy[];
+  const strategies = (values.strategies?.split(",").map((s) => s.trim()) ?? [...DEMO_STRATEGIES]) as DemoStrategy[];
   for (const s of strategies) {
-    if (!STRATEGIES.includes(s)) throw new RangeError(`--strategies: unknown strategy ${JSON.stringify(s)}; known: ${STRATEGIES.join(", ")}`);
+    if (!DEMO_STRATEGIES.includes(s)) throw new RangeError(`--strategies: unknown strategy ${JSON.stringify(s)}; known: ${DEMO_STRATEGIES.join(", ")}`);
   }
   const requests = num("requests", values.requests, 1) ?? DEFAULT_DEMO.requests;
   const bar = await progressBar(requests * strategies.length);

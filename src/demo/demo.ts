@@ -14,8 +14,8 @@
  * milliseconds (wall ms / `timeScale`). Cache hits come from the servers' own
  * `usage.prompt_tokens_details.cached_tokens`.
  */
-import { createRouter } from "../router.js";
-import type { Strategy } from "../router.js";
+import { STRATEGIES, createRouter } from "../router.js";
+import type { RouterOptions, Strategy } from "../router.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
@@ -23,10 +23,24 @@ import { createRandom } from "../fleet/random.js";
 import { startFleet } from "../fleet/live.js";
 import { newHistogram, summarize } from "../target-state.js";
 
+/**
+ * A demo row's configuration: a strategy with default options, or `longest-prefix:exclusive`
+ * (`longest-prefix` with `exclusive: true`: the demo's one router sees all of its fleet's traffic).
+ */
+export type DemoStrategy = Strategy | "longest-prefix:exclusive";
+
+/** Every demo configuration, in the order the demo runs them by default. */
+export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES, "longest-prefix:exclusive"];
+
+/** @internal The router options of a demo configuration. */
+export function demoRouterOptions(name: DemoStrategy): Pick<RouterOptions, "strategy" | "longestPrefix"> {
+  return name === "longest-prefix:exclusive" ? { strategy: "longest-prefix", longestPrefix: { exclusive: true } } : { strategy: name };
+}
+
 /** Options of {@link runDemo}. */
 export interface DemoOptions {
-  /** Strategies to compare, in order. */
-  strategies: readonly Strategy[];
+  /** Configurations to compare, in order. */
+  strategies: readonly DemoStrategy[];
   /** @default 7 */
   instances?: number;
   /** @default 70 */
@@ -44,14 +58,14 @@ export interface DemoOptions {
   /** @default 42 */
   seed?: number;
   /** Called after each finished request, for a progress bar. */
-  onProgress?: (done: number, total: number, strategy: Strategy) => void;
+  onProgress?: (done: number, total: number, strategy: DemoStrategy) => void;
   /** Clock for TTFT measurement (wall ms). @default performance */
   clock?: { now(): number };
 }
 
 /** One row of the demo table. TTFTs in model ms; rates and shares as fractions of 1. */
 export interface DemoRow {
-  strategy: Strategy;
+  strategy: DemoStrategy;
   requests: number;
   ttftP50Ms: number;
   ttftP90Ms: number;
@@ -144,7 +158,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
     try {
       const targets: OpenAITarget[] = fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` }));
       const ended: RoutedRequestInfo[] = [];
-      const routerOptions = { targets, strategy, random: createRandom(o.seed + 1), seed: o.seed };
+      const routerOptions = { targets, ...demoRouterOptions(strategy), random: createRandom(o.seed + 1), seed: o.seed };
       const client = await routeOpenAI(new OpenAI({ apiKey: "demo", baseURL: "http://fleet.invalid/v1", maxRetries: 0 }), {
         ...routerOptions,
         onRequestEnd: (info) => ended.push(info),
@@ -205,7 +219,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
 
 /** Median wall time of route() + release() over the workload's bodies, on a fresh router. */
 async function measureOverhead(
-  options: { targets: OpenAITarget[]; strategy: Strategy; seed: number; random: () => number },
+  options: { targets: OpenAITarget[]; seed: number; random: () => number } & Pick<RouterOptions, "strategy" | "longestPrefix">,
   workload: readonly DemoRequest[],
 ): Promise<number> {
   const router = await createRouter({ ...options, random: createRandom(7) });
