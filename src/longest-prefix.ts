@@ -496,9 +496,10 @@ export class LongestPrefixRouting {
             break;
           }
         }
-        // A burst of cold prompts on the first: the second takes the request once the first has
-        // QUEUE_RATIO times the work it would have with it (and no fewer requests in flight) — a
-        // gap that every process sees in its own share of the traffic, not a nuance only one sees.
+        // A burst of cold prompts on the first: the second takes the request once the first's
+        // estimated work in flight is QUEUE_RATIO times what the second's would be with this
+        // request, and the second has no more requests in flight — a gap that every process sees
+        // in its own share of the traffic, not a nuance only one of them sees.
         if (best === first && second !== -1) {
           const i0 = candidates[first] as number;
           const i1 = candidates[second] as number;
