@@ -455,6 +455,27 @@ export class LongestPrefixRouting {
     // target idles while the holders of a common start share everything within c.
     const fair = c === Number.POSITIVE_INFINITY ? c : Math.min(1, c);
     const common = group > 1;
+    // The best-ranked target of a scope (0: holders of the longest match, 1: the others, 2: all)
+    // that is open and within `factor`, or -1.
+    const bestIn = (scope: number, factor: number): number => {
+      if (scope !== 0) this.scoreAnchors(snap, candidates, chain, M);
+      let best = -1;
+      for (let j = 0; j < T; j++) {
+        if ((scope === 0 && match[j] !== M) || (scope === 1 && match[j] === M)) continue;
+        const i = candidates[j] as number;
+        if (!open(i) || !within(i, factor)) continue;
+        if (best === -1 || this.compare(j, best, M) < 0) best = j;
+      }
+      return best;
+    };
+    // A target holding the longest match loses nothing: preferred, even when load chose it among
+    // several holders. Spillover means a shorter match (or a new prefix's later choice).
+    const picked = (best: number): LongestPrefixPick => {
+      this.lastWork = blocks - (match[best] as number);
+      const rank = this.rankOf(best, T, M);
+      const kind = rank === 0 || (M > 0 && match[best] === M) ? "preferred" : "spillover";
+      return { index: candidates[best] as number, kind, rank, key };
+    };
     // Passes [scope, factor], scope 0: holders of the longest match, 1: the others, 2: all.
     // Several processes may route to this fleet: a request the index knows little of (less than
     // half of it held, or its longest match a common start) has two candidates that every process
@@ -480,22 +501,10 @@ export class LongestPrefixRouting {
           first = j;
         } else if (second === -1 || this.compare(j, second, M) < 0) second = j;
       }
-      let best = -1;
-      if (common && group !== T) {
-        for (let j = 0; j < T; j++) {
-          if (match[j] === M) continue;
-          const i = candidates[j] as number;
-          if (!open(i) || !within(i, 1 / c)) continue;
-          if (best === -1 || this.compare(j, best, M) < 0) best = j;
-        }
-      }
+      let best = common && group !== T ? bestIn(1, 1 / c) : -1;
       if (best === -1) {
-        for (const j of [first, second]) {
-          if (j !== -1 && open(candidates[j] as number) && bounded(candidates[j] as number)) {
-            best = j;
-            break;
-          }
-        }
+        const ok = (j: number) => j !== -1 && open(candidates[j] as number) && bounded(candidates[j] as number);
+        best = ok(first) ? first : ok(second) ? second : -1;
         // A burst of cold prompts on the first: the second takes the request once the first's
         // estimated work in flight is QUEUE_RATIO times what the second's would be with this
         // request, and the second has no more requests in flight — a gap that every process sees
@@ -509,26 +518,14 @@ export class LongestPrefixRouting {
           }
         }
       }
-      if (best !== -1) {
-        this.lastWork = blocks - (match[best] as number);
-        const rank = this.rankOf(best, T, M);
-        const kind = rank === 0 || (M > 0 && match[best] === M) ? "preferred" : "spillover";
-        return { index: candidates[best] as number, kind, rank, key };
-      }
+      if (best !== -1) return picked(best);
     }
     const passes: readonly (readonly [number, number])[] = common
       ? [[0, fair], [1, 1 / c], [2, c], [2, Number.POSITIVE_INFINITY]]
       : [[0, c], [2, c], [2, Number.POSITIVE_INFINITY]];
     for (const [scope, factor] of passes) {
       if (scope !== 0 && group === T) continue;
-      if (scope !== 0) this.scoreAnchors(snap, candidates, chain, M);
-      let best = -1;
-      for (let j = 0; j < T; j++) {
-        if ((scope === 0 && match[j] !== M) || (scope === 1 && match[j] === M)) continue;
-        const i = candidates[j] as number;
-        if (!open(i) || !within(i, factor)) continue;
-        if (best === -1 || this.compare(j, best, M) < 0) best = j;
-      }
+      let best = bestIn(scope, factor);
       if (best !== -1) {
         // Less than half of the request is held anywhere: it pays most of its prefill wherever it
         // goes, so among the next targets of the ranking holding as much of it, one with less work
@@ -536,12 +533,7 @@ export class LongestPrefixRouting {
         // so a new prefix behind a common start still goes only to a target at or below its fair
         // share, and the work signal never undoes the share signal.
         if (this.config.exclusive && 2 * M < blocks) best = this.lighter(snap, candidates, chain, best, M, (i) => open(i) && within(i, factor));
-        this.lastWork = blocks - (match[best] as number);
-        const rank = this.rankOf(best, T, M);
-        // A target holding the longest match loses nothing: preferred, even when load chose it
-        // among several holders. Spillover means a shorter match (or a new prefix's later choice).
-        const kind = rank === 0 || (M > 0 && match[best] === M) ? "preferred" : "spillover";
-        return { index: candidates[best] as number, kind, rank, key };
+        return picked(best);
       }
     }
     // Everything is full, ejected or excluded: the least estimated work per weight (blocks in

@@ -13,16 +13,11 @@ import {
   type RouterOptions,
   type TargetSpec,
 } from "prefix-router";
+import { FakeClock } from "./support.js";
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-class FakeClock {
-  t = 1000;
-  now(): number {
-    return this.t;
-  }
-}
 
 /** Deterministic filler text: `chars` characters that depend on `id` from the first word on. */
 function text(id: string, chars: number): string {
@@ -384,7 +379,7 @@ describe("load guard", () => {
   });
 
   it("honours exclude (retries) and ejection", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(1000);
     const router = await createRouter({
       targets: ids(3),
       strategy: "longest-prefix",
@@ -628,7 +623,7 @@ describe("index", () => {
   });
 
   it("expires entries after ttlMs on the router's clock", async () => {
-    const clock = new FakeClock();
+    const clock = new FakeClock(1000);
     const router = await lp(ids(4), { ttlMs: 60_000, loadFactor: Number.POSITIVE_INFINITY }, { clock });
     const fresh = await lp(ids(4));
     const body = rag("doc");
@@ -690,7 +685,7 @@ describe("determinism", () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { maxLength: 80 }), fc.constantFrom(0, 30_000), async (ops, ttlMs) => {
         const make = async () => {
-          const clock = new FakeClock();
+          const clock = new FakeClock(1000);
           const router = await lp(ids(4), { ttlMs, capacityBlocks: 64, loadWindow: 16 }, { clock, concurrencyThreshold: 3 });
           return { router, clock, leases: [] as Lease[], picks: [] as string[] };
         };

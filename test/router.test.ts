@@ -21,17 +21,11 @@ import {
   type RouterOptions,
   type TargetSpec,
 } from "prefix-router";
-import { codeOf } from "./support.js";
+import { FakeClock, codeOf } from "./support.js";
 
 // ---------------------------------------------------------------------------------------------
 // helpers
 
-class FakeClock {
-  t = 0;
-  now(): number {
-    return this.t;
-  }
-}
 
 
 const ask = (q: string, extra: Record<string, unknown> = {}) => ({ ...extra, messages: [{ role: "user", content: q }] });

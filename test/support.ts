@@ -11,3 +11,11 @@ export function codeOf(fn: () => unknown): RouterErrorCode {
   }
   throw new Error("expected a RouterError, nothing was thrown");
 }
+
+/** A clock the test moves by hand: set `t`. */
+export class FakeClock {
+  constructor(public t = 0) {}
+  now(): number {
+    return this.t;
+  }
+}

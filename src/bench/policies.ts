@@ -10,6 +10,7 @@
  */
 import { STRATEGIES, createRouter } from "../index.js";
 import type { LongestPrefixOptions, Strategy } from "../index.js";
+import { STRATEGY_VARIANTS, VARIANT_NAMES } from "../internal/variants.js";
 import { PEER_BASELINES } from "./baselines.js";
 import type { BenchRequest } from "./workloads.js";
 
@@ -119,9 +120,9 @@ export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
  * their own: `longest-prefix:exclusive` is `longest-prefix` with `exclusive: true` (the setting
  * for a router that sees all of its fleet's traffic).
  */
-export const ROUTER_VARIANTS: readonly PolicyFactory[] = [
-  routerPolicy("longest-prefix", { name: "longest-prefix:exclusive", longestPrefix: { exclusive: true } }),
-];
+export const ROUTER_VARIANTS: readonly PolicyFactory[] = VARIANT_NAMES.map((name) =>
+  routerPolicy(STRATEGY_VARIANTS[name].strategy, { name, longestPrefix: STRATEGY_VARIANTS[name].longestPrefix }),
+);
 
 /**
  * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,

@@ -16,6 +16,7 @@
  */
 import { STRATEGIES, createRouter } from "../router.js";
 import type { RouterOptions, Strategy } from "../router.js";
+import { STRATEGY_VARIANTS, type StrategyVariant, VARIANT_NAMES } from "../internal/variants.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
@@ -27,14 +28,14 @@ import { newHistogram, summarize } from "../target-state.js";
  * A demo row's configuration: a strategy with default options, or `longest-prefix:exclusive`
  * (`longest-prefix` with `exclusive: true`: the demo's one router sees all of its fleet's traffic).
  */
-export type DemoStrategy = Strategy | "longest-prefix:exclusive";
+export type DemoStrategy = Strategy | StrategyVariant;
 
 /** Every demo configuration, in the order the demo runs them by default. */
-export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES, "longest-prefix:exclusive"];
+export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES, ...VARIANT_NAMES];
 
 /** @internal The router options of a demo configuration. */
 export function demoRouterOptions(name: DemoStrategy): Pick<RouterOptions, "strategy" | "longestPrefix"> {
-  return name === "longest-prefix:exclusive" ? { strategy: "longest-prefix", longestPrefix: { exclusive: true } } : { strategy: name };
+  return name in STRATEGY_VARIANTS ? STRATEGY_VARIANTS[name as StrategyVariant] : { strategy: name as Strategy };
 }
 
 /** Options of {@link runDemo}. */
