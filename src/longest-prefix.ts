@@ -46,19 +46,19 @@
  * bound keeps every target's share of requests at most c times its weighted share over any
  * horizon, which is what a fleet sized for its mean needs. When every target is outside its
  * bound the walk repeats with only the concurrency rule, then falls back to the target with the
- * least estimated work per weight.
+ * least queued prefill per weight.
  *
  * Several processes (`exclusive: false`, the default). Applications embed a router in every
  * replica; each process learns only from what it routed and counts only its own picks and
  * requests in flight, so any choice made on load differs between processes, and a document one
  * process placed by load is, for the others, new: they place it elsewhere, and its copies crowd
- * the engines' caches (four processes: hit rate 97% → 67% on the long-context benchmark). So a
+ * the engines' caches (four processes placing by load: hit rate 97% → 67–78% on long-context). So a
  * request the index knows little of — less than half of it held anywhere (2M < its blocks), or its
  * longest match a common start held by several targets (the choice among them is the choice of a
  * home for what follows) — has two candidates computed from the request alone, the first two of
  * its ranking, and takes the first that is open and within c (strictly when both hold the longest
  * match: moving between them costs no cache) — or the second when the first has
- * at least 4× the estimated work in flight that the second would have with the request (a burst
+ * at least 4× the queued prefill that the second would have with the request (a burst
  * of cold prompts, which every process sees in its own share of the traffic, unlike a nuance
  * between two queues). Every process agrees on the first unless it is full, beyond its bound or
  * swamped, and then on the second: at most two homes per prefix.
@@ -68,15 +68,15 @@
  *
  * Work (`exclusive: true`: this process sees all the traffic). Picks are blind to size: two
  * 60,000-token cold prompts count as two requests. Each target
- * keeps an estimate of the uncached blocks it has in flight (a pick adds the blocks it did not
- * hold; when its in-flight count drops from k to k′ the estimate keeps k′/k of itself). A request
+ * keeps the uncached blocks of the requests sent to it that have not answered yet — a pick adds
+ * the blocks the target did not hold, the response's first byte (the prefill is done) or the
+ * request's end takes them out: the prefill queued there, as far as this process knows. A request
  * of which less than half is held anywhere (2M < its blocks; SGLang's cache threshold) pays most
  * of its prefill wherever it goes: the target the walk found competes with the next two of the
  * ranking that hold as much of it and pass the same load rule (open, and within the factor of the
- * pass that found it), and the one with the least work in flight takes it — never one with more
- * requests in flight than the walk's target. A new prefix so goes to one of its first three
+ * pass that found it), and the one with the least queued prefill takes it. A new prefix so goes to one of its first three
  * rendezvous targets, by this process's view of their queues. In both modes the last resort, when
- * every target is full, is the least estimated work per weight.
+ * every target is full, is the least queued prefill per weight.
  *
  * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
  * scores and two O(T) scans for a low-match request), T eligible targets; recording O(n) LRU
@@ -143,12 +143,13 @@ export interface LongestPrefixOptions {
    * other processes may embed a router in front of the same fleet — application replicas,
    * workers — so a request the index knows little of goes to the first of the two targets its
    * ranking puts first that is open and within the bounded load (the second also when the first
-   * has 4× its queued work): every process computes the same two, from the request alone, and they
+   * has 4× its queued prefill): every process computes the same two, from the request alone, and they
    * agree on the first unless it is full, beyond its bound or swamped.
    * `true`: this process sees all the fleet's traffic, so it may also use its own view of each
-   * target's queued work to place such requests (lower tail latency on bursty traffic, e.g. −160 ms
-   * P90 on the sample trace); with several processes that view differs between them and the same
-   * prefix ends up on several targets (hit rate 97% → 67% with four processes on long-context).
+   * target's queued prefill to place such requests (lower tail latency on bursty traffic, e.g.
+   * −155 ms P90 on the sample trace); with several processes that view differs between them and
+   * the same prefix ends up on several targets (hit rate 97% → 78% with four processes on
+   * long-context).
    * See docs/longest-prefix.md, "Several router processes".
    * @default false
    */
@@ -226,11 +227,31 @@ class Slot {
   recent = 0;
   /** Decayed fair share owed. */
   fair = 0;
-  /** Estimated uncached blocks of the requests in flight (see `LongestPrefixRouting.backlog`). */
+  /**
+   * Uncached blocks of the requests routed here that have not yet produced their first byte: the
+   * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
+   */
   pending = 0;
-  /** Requests in flight when `pending` was last brought up to date. */
-  inflight = 0;
   constructor(readonly blocks: TargetBlocks) {}
+}
+
+/**
+ * @internal The prefill a pick put on its target's queue: the blocks of the request the target
+ * did not hold. It counts in the target's backlog from the pick until the response's first byte
+ * (the prefill is done: for a stream, the first token) or, without one, the lease's release —
+ * whichever comes first; {@link QueuedPrefill.done} takes it out, once. Counts are whole blocks,
+ * so the backlog returns to exactly 0 when every request has answered.
+ */
+export class QueuedPrefill {
+  constructor(
+    private readonly slot: Slot,
+    private work: number,
+  ) {}
+
+  done(): void {
+    this.slot.pending -= this.work;
+    this.work = 0;
+  }
 }
 
 const encoder = new TextEncoder();
@@ -239,7 +260,7 @@ const FORMAT_VERSION = 1;
 const WORK_CHOICES = 3;
 /**
  * With several processes, a request the index knows little of moves from its first candidate to
- * its second only when the first has this many times the estimated work the second would have.
+ * its second only when the first has this many times the queued prefill the second would have.
  */
 const QUEUE_RATIO = 4;
 
@@ -506,16 +527,13 @@ export class LongestPrefixRouting {
         const ok = (j: number) => j !== -1 && open(candidates[j] as number) && bounded(candidates[j] as number);
         best = ok(first) ? first : ok(second) ? second : -1;
         // A burst of cold prompts on the first: the second takes the request once the first's
-        // estimated work in flight is QUEUE_RATIO times what the second's would be with this
-        // request, and the second has no more requests in flight — a gap that every process sees
-        // in its own share of the traffic, not a nuance only one of them sees.
-        if (best === first && second !== -1) {
-          const i0 = candidates[first] as number;
-          const i1 = candidates[second] as number;
-          if (open(i1) && bounded(i1) && (snap.states[i1] as TargetState).inflight <= (snap.states[i0] as TargetState).inflight) {
-            const after = this.backlog(snap, i1) + blocks - (match[second] as number);
-            if (this.backlog(snap, i0) >= QUEUE_RATIO * after) best = second;
-          }
+        // queued prefill is QUEUE_RATIO times what the second's would be with this request — a
+        // gap that every process sees in its own share of the traffic, not a nuance only one of
+        // them sees. Requests that are decoding do not count: they hold a slot in the batch, not
+        // the prefill queue.
+        if (best === first && second !== -1 && ok(second)) {
+          const after = this.backlog(candidates[second] as number) + blocks - (match[second] as number);
+          if (this.backlog(candidates[first] as number) >= QUEUE_RATIO * after) best = second;
         }
       }
       if (best !== -1) return picked(best);
@@ -528,16 +546,16 @@ export class LongestPrefixRouting {
       let best = bestIn(scope, factor);
       if (best !== -1) {
         // Less than half of the request is held anywhere: it pays most of its prefill wherever it
-        // goes, so among the next targets of the ranking holding as much of it, one with less work
-        // in flight (and no more requests) takes it — one that passes this pass's load rule too,
+        // goes, so among the next targets of the ranking holding as much of it, one with less
+        // prefill queued takes it — one that passes this pass's load rule too,
         // so a new prefix behind a common start still goes only to a target at or below its fair
         // share, and the work signal never undoes the share signal.
         if (this.config.exclusive && 2 * M < blocks) best = this.lighter(snap, candidates, chain, best, M, (i) => open(i) && within(i, factor));
         return picked(best);
       }
     }
-    // Everything is full, ejected or excluded: the least estimated work per weight (blocks in
-    // flight plus the request's uncached blocks there), ties by rank; ejected targets only when
+    // Everything is full, ejected or excluded: the least queued prefill per weight (blocks
+    // queued plus the request's uncached blocks there), ties by rank; ejected targets only when
     // nothing else is left; all excluded: the first choice.
     this.scoreAnchors(snap, candidates, chain, M);
     for (const allowEjected of [false, true]) {
@@ -548,7 +566,7 @@ export class LongestPrefixRouting {
         const s = snap.states[i] as TargetState;
         if (exclude !== undefined && exclude.has((snap.targets[i] as { id: string }).id)) continue;
         if (!allowEjected && s.isEjected(now)) continue;
-        const load = (this.backlog(snap, i) + blocks - (match[j] as number)) / (snap.weights[i] as number);
+        const load = (this.backlog(i) + blocks - (match[j] as number)) / (snap.weights[i] as number);
         if (best === -1 || load < bestLoad || (load === bestLoad && this.compare(j, best, M) < 0)) {
           best = j;
           bestLoad = load;
@@ -572,32 +590,25 @@ export class LongestPrefixRouting {
   }
 
   /**
-   * Estimated uncached blocks in flight on target i. Each pick adds the blocks the target did not
-   * hold (`commit`); the strategy does not see which request ended, so when the target's count of
-   * requests in flight drops from k to k′ the estimate keeps k′/k of itself (the ended requests
-   * are taken to be average ones), and 0 when nothing is in flight. O(1).
+   * Uncached blocks queued on target i: those of the requests this router sent there that have
+   * not yet produced a first byte (`commit` adds a pick's, {@link QueuedPrefill.done} removes
+   * them). O(1).
    */
-  private backlog(snap: SnapshotView, i: number): number {
-    const slot = this.slots[i] as Slot;
-    const n = (snap.states[i] as TargetState).inflight;
-    if (n < slot.inflight) slot.pending = n === 0 ? 0 : (slot.pending * n) / slot.inflight;
-    slot.inflight = n;
-    return slot.pending;
+  private backlog(i: number): number {
+    return (this.slots[i] as Slot).pending;
   }
 
   /**
    * The work-aware choice for a low-match request: among the first {@link WORK_CHOICES} targets of
    * the ranking that hold as much of it as `best` and pass `ok` (best and the next ones), the one
-   * with the smallest backlog, keeping `best` on ties. An alternative never has more requests in
-   * flight than `best`, so the choice can only trade a longer queue of work for a shorter one.
+   * with the least queued prefill, keeping `best` on ties.
    */
   private lighter(snap: SnapshotView, candidates: Int32Array, chain: BlockChain, best: number, M: number, ok: (i: number) => boolean): number {
     this.scoreAnchors(snap, candidates, chain, M);
     const T = candidates.length;
     const m = this.match[best] as number;
-    const inflight = (snap.states[candidates[best] as number] as TargetState).inflight;
     let pick = best;
-    let least = this.backlog(snap, candidates[best] as number);
+    let least = this.backlog(candidates[best] as number);
     // The alternatives in ranking order: each is the best-ranked target after the previous one.
     let prev = -1;
     for (let k = 1; k < WORK_CHOICES; k++) {
@@ -609,9 +620,7 @@ export class LongestPrefixRouting {
       }
       if (alt === -1) break;
       prev = alt;
-      const i = candidates[alt] as number;
-      if ((snap.states[i] as TargetState).inflight > inflight) continue;
-      const work = this.backlog(snap, i);
+      const work = this.backlog(candidates[alt] as number);
       if (work < least) {
         pick = alt;
         least = work;
@@ -677,17 +686,17 @@ export class LongestPrefixRouting {
 
   /**
    * Records a pick: the chain's blocks go into the target's index, and the recent-share counters
-   * advance by one pick. Call once per `choose`, after it, with the same snapshot.
+   * advance by one pick. Call once per `choose`, after it, with the same snapshot. Returns the
+   * prefill the pick queued on the target; call its `done()` at the response's first byte or the
+   * request's end.
    */
-  commit(snap: SnapshotView, index: number, chain: BlockChain): void {
+  commit(snap: SnapshotView, index: number, chain: BlockChain): QueuedPrefill {
     const now = ttlNow(this.settings);
-    (this.slots[index] as Slot).blocks.record(chain.keys, chain.n, now);
-    this.count(snap, index, this.lastCandidates, this.lastWeight, this.lastNow);
-    // The router counts the request in flight right after: the backlog includes it.
     const slot = this.slots[index] as Slot;
-    this.backlog(snap, index);
-    slot.inflight++;
+    slot.blocks.record(chain.keys, chain.n, now);
+    this.count(snap, index, this.lastCandidates, this.lastWeight, this.lastNow);
     slot.pending += this.lastWork;
+    return new QueuedPrefill(slot, this.lastWork);
   }
 
   /** Advances the recent-share counters by one pick of `index` among `candidates`. */
@@ -711,11 +720,11 @@ export class LongestPrefixRouting {
   stats(): PrefixIndexStats {
     let blocks = 0;
     let estimatedBytes = 0;
-    const targets: { id: string; blocks: number }[] = [];
+    const targets: { id: string; blocks: number; queuedBlocks: number }[] = [];
     for (const slot of this.slots) {
       blocks += slot.blocks.size;
       estimatedBytes += slot.blocks.estimatedBytes();
-      targets.push({ id: slot.blocks.id, blocks: slot.blocks.size });
+      targets.push({ id: slot.blocks.id, blocks: slot.blocks.size, queuedBlocks: slot.pending });
     }
     return { blocks, capacityBlocks: this.config.capacityBlocks, estimatedBytes, targets };
   }

@@ -41,8 +41,13 @@ export interface PrefixIndexStats {
   capacityBlocks: number;
   /** Estimated heap bytes of the index: preallocated slots of every allocated target plus held blocks. */
   estimatedBytes: number;
-  /** Blocks held per target id (targets never recorded to are listed with 0). */
-  targets: { id: string; blocks: number }[];
+  /**
+   * Per target id (targets never recorded to are listed with 0): `blocks` held, and
+   * `queuedBlocks`, the uncached blocks of the requests routed there that have not yet produced a
+   * first byte — the prefill work queued on the target as this router knows it (0 when nothing is
+   * in flight).
+   */
+  targets: { id: string; blocks: number; queuedBlocks: number }[];
 }
 
 /** Clock view the index needs: time now in ms. */

@@ -24,6 +24,7 @@ import {
   type LongestPrefixConfig,
   type LongestPrefixOptions,
   LongestPrefixRouting,
+  type QueuedPrefill,
   resolveLongestPrefixOptions,
 } from "./longest-prefix.js";
 import type { PrefixIndexStats } from "./prefix-index.js";
@@ -526,11 +527,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T> {
       attempt,
       atMs: now,
     });
-    if (chain !== undefined) this.longest?.commit(snap, pick.index, chain);
+    const prefill = chain === undefined ? undefined : this.longest?.commit(snap, pick.index, chain);
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now);
+    return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, prefill);
   }
 
   rank(request: RouteRequest): Ranking<T> {
@@ -831,6 +832,8 @@ class RouterLease<T extends TargetSpec> implements Lease<T> {
     readonly key: bigint | undefined,
     readonly attempt: number,
     readonly startMs: number,
+    /** `longest-prefix`: the prefill this request queued, until its first byte or its end. */
+    private prefill: QueuedPrefill | undefined,
   ) {}
 
   get released(): boolean {
@@ -840,13 +843,20 @@ class RouterLease<T extends TargetSpec> implements Lease<T> {
   firstByte(): void {
     if (this.sawFirstByte || this.done) return;
     this.sawFirstByte = true;
+    this.prefilled();
     this.state.recordTtft(this.router.now() - this.startMs);
   }
 
   release(outcome: LeaseOutcome = "success", info?: ReleaseInfo): void {
     if (this.done) return;
     this.done = true;
+    this.prefilled();
     this.router.finish(this, this.state, outcome, info);
+  }
+
+  private prefilled(): void {
+    this.prefill?.done();
+    this.prefill = undefined;
   }
 }
 

@@ -110,8 +110,8 @@ describe("options", () => {
       capacityBlocks: 16_384,
       estimatedBytes: 0,
       targets: [
-        { id: "t0", blocks: 0 },
-        { id: "t1", blocks: 0 },
+        { id: "t0", blocks: 0, queuedBlocks: 0 },
+        { id: "t1", blocks: 0, queuedBlocks: 0 },
       ],
     });
   });
@@ -447,6 +447,7 @@ const hold = (router: Router, id: string, body: object): Lease => {
   expect(lease.target.id).toBe(id);
   return lease;
 };
+const queuedOf = (router: Router, id: string) => router.stats().prefixIndex?.targets.find((t) => t.id === id)?.queuedBlocks;
 const big = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 60_000) }] });
 const small = (id: string) => ({ model: "m", messages: [{ role: "user", content: text(id, 800) }] });
 
@@ -469,6 +470,58 @@ describe("several router processes (exclusive: false, the default)", () => {
     expect([moved.target.id, moved.rank, moved.kind]).toEqual([next[1], 1, "spillover"]);
     held.release();
     moved.release();
+  });
+
+  it("counts a request's work as queued only until its first byte: a long prompt that is decoding moves nothing", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = small("new");
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    const held = hold(router, order[0] as string, big("long"));
+    expect(queuedOf(router, order[0] as string)).toBe(235);
+    // Its prefill is done (first token out), the request still streams: nothing queued any more.
+    held.firstByte();
+    expect(queuedOf(router, order[0] as string)).toBe(0);
+    const stays = router.route({ body });
+    expect([stays.target.id, stays.rank]).toEqual([order[0], 0]);
+    stays.release();
+    held.release();
+    expect(queuedOf(router, order[0] as string)).toBe(0);
+  });
+
+  it("brings every target's queued work back to exactly 0 for any order of picks, first bytes and releases (property)", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.nat(6), fc.nat(40), fc.constantFrom("first-then-release", "release", "release-then-first", "twice")), { maxLength: 40 }),
+        fc.array(fc.nat(), { maxLength: 80 }),
+        fc.boolean(),
+        async (requests, order, exclusive) => {
+          const router = await lp(ids(4), { exclusive, blockSize: 64 });
+          // Each request's own calls (route, then first byte and release in its order); the
+          // requests' calls interleaved by `order`, so picks see other requests' work come and go.
+          const queues = requests.map(([doc, len, how]) => {
+            let lease: Lease | undefined;
+            const route = () => {
+              lease = router.route({ body: { model: "m", messages: [{ role: "user", content: text(`d${doc}`, 64 * (len + 1)) }] } });
+            };
+            const first = () => lease?.firstByte();
+            const release = () => lease?.release();
+            const rest = how === "first-then-release" ? [first, release] : how === "release-then-first" ? [release, first] : how === "twice" ? [first, first, release, release] : [release];
+            return [route, ...rest];
+          });
+          const live = queues.map((_, k) => k);
+          for (let i = 0; live.length > 0; i++) {
+            const pick = (order[i % Math.max(order.length, 1)] ?? 0) % live.length;
+            const q = queues[live[pick] as number] as (() => void)[];
+            (q.shift() as () => void)();
+            if (q.length === 0) live.splice(pick, 1);
+            for (const t of router.stats().prefixIndex?.targets ?? []) expect(t.queuedBlocks).toBeGreaterThanOrEqual(0);
+          }
+          for (const t of router.stats().prefixIndex?.targets ?? []) expect(t.queuedBlocks).toBe(0);
+          expect(router.stats().totals.inflight).toBe(0);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 
   it("routers with different work in flight place new documents alike; exclusive routers do not", async () => {
@@ -567,13 +620,20 @@ describe("work-aware choice (exclusive: true)", () => {
     lease.release();
   });
 
-  it("keeps the rendezvous choice when the lighter targets have more requests in flight", async () => {
+  it("weighs queued prefill, not requests in flight: requests that are decoding do not keep a new prefix away", async () => {
     const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive: true });
     const body = small("new");
     const order = router.rank({ body }).targets.map((t) => t.id as string);
     const held = [hold(router, order[0] as string, big("long"))];
-    for (const id of [order[1], order[2]]) for (const q of ["a", "b"]) held.push(hold(router, id as string, small(`${id}${q}`)));
-    expect(router.route({ body }).target.id).toBe(order[0]);
+    // order[1] has three requests in flight, all past their first byte; order[2] one still queued.
+    for (const q of ["a", "b", "c"]) {
+      const lease = hold(router, order[1] as string, small(`${order[1]}${q}`));
+      lease.firstByte();
+      held.push(lease);
+    }
+    held.push(hold(router, order[2] as string, small("queued")));
+    const lease = router.route({ body });
+    expect([lease.target.id, lease.rank]).toEqual([order[1], 1]);
   });
 
   it("keeps a request of which more than half is held on its holder", async () => {

@@ -127,6 +127,30 @@ describe("routeOpenAI against a 7-instance fleet", () => {
     expect(totals?.cachedTokenRatio).toBeGreaterThan(0.5);
   });
 
+  it("longest-prefix: a stream's prefill counts as queued on its instance until the first chunk, not until the end", async () => {
+    const atSend: (number | undefined)[] = [];
+    const client = await routed({
+      strategy: "longest-prefix",
+      // Called once the pick is made, as the request goes out: what the router counts as queued then.
+      fetch: (url, init) => {
+        atSend.push(queued());
+        return fetch(url, init);
+      },
+    });
+    const queued = () => getRouter(client)?.stats().prefixIndex?.targets.reduce((sum, t) => sum + t.queuedBlocks, 0);
+    const stream = await client.chat.completions.create({ model: MODEL, messages: messages("queued", "q"), stream: true, max_tokens: 6 });
+    // The whole uncached prompt (≈ 10,000 characters: 39 blocks of 256 and a partial one) was queued as it went out.
+    expect(atSend).toEqual([40]);
+    const chunks = stream[Symbol.asyncIterator]();
+    await chunks.next();
+    // First chunk read, the stream still open and its lease held: nothing queued any more.
+    expect(queued()).toBe(0);
+    expect(getRouter(client)?.stats().totals.inflight).toBe(1);
+    while (!(await chunks.next()).done);
+    expect(getRouter(client)?.stats().totals.inflight).toBe(0);
+    expect(queued()).toBe(0);
+  });
+
   it("places different tenants with the same prompt independently (prompt_cache_key)", async () => {
     const client = await routed();
     const router = getRouter(client);

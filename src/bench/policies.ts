@@ -24,6 +24,12 @@ export interface PolicyDecision {
    */
   readonly spilled: boolean;
   /**
+   * The request's first token came out (its prefill is done), as a streaming client sees it;
+   * called at most once, before `release`. Optional: policies that do not track queued work
+   * leave it out.
+   */
+  firstToken?(): void;
+  /**
    * Ends the request's in-flight accounting; called exactly once, when the request finishes
    * (or is rejected), with the engine's token counts when it ran.
    */
@@ -99,6 +105,9 @@ export function routerPolicy(strategy: Strategy, variant?: { name: string; longe
           return {
             targetId: lease.target.id,
             spilled: lease.kind === "spillover" || lease.kind === "fallback",
+            firstToken() {
+              lease.firstByte();
+            },
             release(info) {
               lease.release("success", info);
             },

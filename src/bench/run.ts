@@ -341,6 +341,9 @@ async function simulate(
     decisions++;
     try {
       fleet.submit(decision.targetId, { id: req.id, prompt, outputTokens: req.outputTokens, model: req.body.model }, {
+        onFirstToken() {
+          decision.firstToken?.();
+        },
         onDone(result: VirtualResult) {
           decision.release({ promptTokens: result.promptTokens, cachedTokens: result.cachedTokens });
           recorder.recordCompletion(result);
