@@ -57,11 +57,12 @@
  * longest match a common start held by several targets (the choice among them is the choice of a
  * home for what follows) — has two candidates computed from the request alone, the first two of
  * its ranking, and takes the first that is open and within c (strictly when both hold the longest
- * match: moving between them costs no cache) — or the second when the first has
- * at least 4× the queued prefill that the second would have with the request (a burst
- * of cold prompts, which every process sees in its own share of the traffic, unlike a nuance
- * between two queues). Every process agrees on the first unless it is full, beyond its bound or
- * swamped, and then on the second: at most two homes per prefix.
+ * match: moving between them costs no cache) — or, when the first has at least 4× the queued
+ * prefill that the second would have with the request, the second (else, the same test, the
+ * third of the ranking): a burst of cold prompts, which every process sees in its own share of
+ * the traffic, unlike a nuance between two queues. Every process agrees on the first unless it
+ * is full, beyond its bound or swamped, and then on the second: two homes per prefix, a third
+ * only under a burst.
  * Only a target below 1/c of its share that lacks the common start (an instance just added) comes
  * before them, so a scale-up still receives new prefixes. Other requests, and these when both
  * candidates fail, take the load guard's walk above.
@@ -142,12 +143,13 @@ export interface LongestPrefixOptions {
    * Whether this router is the only one sending requests to its targets. `false` (the default):
    * other processes may embed a router in front of the same fleet — application replicas,
    * workers — so a request the index knows little of goes to the first of the two targets its
-   * ranking puts first that is open and within the bounded load (the second also when the first
-   * has 4× its queued prefill): every process computes the same two, from the request alone, and they
-   * agree on the first unless it is full, beyond its bound or swamped.
+   * ranking puts first that is open and within the bounded load (the second, or the third, also
+   * when the first has 4× the queued prefill that one would have): every process computes the
+   * same candidates, from the request alone, and they agree on the first unless it is full,
+   * beyond its bound or swamped.
    * `true`: this process sees all the fleet's traffic, so it may also use its own view of each
    * target's queued prefill to place such requests (lower tail latency on bursty traffic, e.g.
-   * −155 ms P90 on the sample trace); with several processes that view differs between them and
+   * −144 ms P90 on the sample trace); with several processes that view differs between them and
    * the same prefix ends up on several targets (hit rate 97% → 78% with four processes on
    * long-context).
    * See docs/longest-prefix.md, "Several router processes".
@@ -260,7 +262,8 @@ const FORMAT_VERSION = 1;
 const WORK_CHOICES = 3;
 /**
  * With several processes, a request the index knows little of moves from its first candidate to
- * its second only when the first has this many times the queued prefill the second would have.
+ * its second (or third) only when the first has this many times the queued prefill that one
+ * would have.
  */
 const QUEUE_RATIO = 4;
 
@@ -514,26 +517,38 @@ export class LongestPrefixRouting {
       const bounded = (i: number): boolean =>
         common ? weight === 0 || c === Number.POSITIVE_INFINITY || this.below(i, c, (snap.weights[i] as number) / weight) : within(i, c);
       this.scoreAnchors(snap, candidates, chain, M);
+      // The first three positions of the ranking (-1 when there are fewer targets).
       let first = -1;
       let second = -1;
+      let third = -1;
       for (let j = 0; j < T; j++) {
         if (first === -1 || this.compare(j, first, M) < 0) {
+          third = second;
           second = first;
           first = j;
-        } else if (second === -1 || this.compare(j, second, M) < 0) second = j;
+        } else if (second === -1 || this.compare(j, second, M) < 0) {
+          third = second;
+          second = j;
+        } else if (third === -1 || this.compare(j, third, M) < 0) third = j;
       }
       let best = common && group !== T ? bestIn(1, 1 / c) : -1;
       if (best === -1) {
         const ok = (j: number) => j !== -1 && open(candidates[j] as number) && bounded(candidates[j] as number);
         best = ok(first) ? first : ok(second) ? second : -1;
-        // A burst of cold prompts on the first: the second takes the request once the first's
-        // queued prefill is QUEUE_RATIO times what the second's would be with this request — a
-        // gap that every process sees in its own share of the traffic, not a nuance only one of
-        // them sees. Requests that are decoding do not count: they hold a slot in the batch, not
-        // the prefill queue.
-        if (best === first && second !== -1 && ok(second)) {
-          const after = this.backlog(candidates[second] as number) + blocks - (match[second] as number);
-          if (this.backlog(candidates[first] as number) >= QUEUE_RATIO * after) best = second;
+        // A burst of cold prompts on the first: the next candidate (the second, else the third)
+        // takes the request once the first's queued prefill is QUEUE_RATIO times what that one's
+        // would be with this request — a gap that every process sees in its own share of the
+        // traffic, not a nuance only one of them sees. Requests that are decoding do not count:
+        // they hold a slot in the batch, not the prefill queue.
+        if (best === first) {
+          const queued = this.backlog(candidates[first] as number);
+          for (const next of [second, third]) {
+            if (!ok(next)) continue;
+            if (queued >= QUEUE_RATIO * (this.backlog(candidates[next] as number) + blocks - (match[next] as number))) {
+              best = next;
+              break;
+            }
+          }
         }
       }
       if (best !== -1) return picked(best);

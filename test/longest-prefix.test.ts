@@ -472,6 +472,18 @@ describe("several router processes (exclusive: false, the default)", () => {
     moved.release();
   });
 
+  it("moves a new prefix to its third rendezvous target when the first two both have long prefills queued", async () => {
+    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
+    const body = small("new");
+    const order = router.rank({ body }).targets.map((t) => t.id as string);
+    // 235 blocks queued on each of the first two: the second is not 4× lighter, the third is.
+    const held = [hold(router, order[0] as string, big("long-a")), hold(router, order[1] as string, big("long-b"))];
+    const lease = router.route({ body });
+    expect([lease.target.id, lease.rank, lease.kind]).toEqual([order[2], 2, "spillover"]);
+    lease.release();
+    for (const h of held) h.release();
+  });
+
   it("counts a request's work as queued only until its first byte: a long prompt that is decoding moves nothing", async () => {
     const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY });
     const body = small("new");
