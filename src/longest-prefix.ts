@@ -68,16 +68,16 @@
  * candidates fail, take the load guard's walk above.
  *
  * Work (`exclusive: true`: this process sees all the traffic). Picks are blind to size: two
- * 60,000-token cold prompts count as two requests. Each target
- * keeps the uncached blocks of the requests sent to it that have not answered yet — a pick adds
- * the blocks the target did not hold, the response's first byte (the prefill is done) or the
- * request's end takes them out: the prefill queued there, as far as this process knows. A request
+ * 60,000-token cold prompts count as two requests. Each target keeps the uncached blocks of the
+ * requests sent to it that have not answered yet — a pick adds the blocks the target did not
+ * hold, the response's first byte (the prefill is done) or the request's end takes them out: the
+ * prefill queued there, as far as this process knows. It is the work signal of both modes. A request
  * of which less than half is held anywhere (2M < its blocks; SGLang's cache threshold) pays most
  * of its prefill wherever it goes: the target the walk found competes with the next two of the
  * ranking that hold as much of it and pass the same load rule (open, and within the factor of the
- * pass that found it), and the one with the least queued prefill takes it. A new prefix so goes to one of its first three
- * rendezvous targets, by this process's view of their queues. In both modes the last resort, when
- * every target is full, is the least queued prefill per weight.
+ * pass that found it), and the one with the least queued prefill takes it. A new prefix so goes
+ * to one of its first three rendezvous targets, by this process's view of their queues. In both
+ * modes the last resort, when every target is full, is the least queued prefill per weight.
  *
  * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
  * scores and two O(T) scans for a low-match request), T eligible targets; recording O(n) LRU
