@@ -9,8 +9,8 @@
  * `context.random`, time only from `context.clock`.
  */
 import { STRATEGIES, createRouter } from "../index.js";
-import type { LongestPrefixOptions, Strategy } from "../index.js";
-import { STRATEGY_VARIANTS, VARIANT_NAMES } from "../internal/variants.js";
+import type { Strategy } from "../index.js";
+import { STRATEGY_VARIANTS, type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
 import { PEER_BASELINES } from "./baselines.js";
 import type { BenchRequest } from "./workloads.js";
 
@@ -73,23 +73,26 @@ export interface PolicyFactory {
 }
 
 /**
- * A policy backed by prefix-router's `createRouter` with the given strategy, in text mode, with
- * the simulated clock and the run's random source injected.
+ * A policy backed by prefix-router's `createRouter` with the given strategy (or named variant,
+ * e.g. `longest-prefix:exclusive`), in text mode, with the simulated clock and the run's random
+ * source injected.
  *
  * @example
  * const factories = [routerPolicy("random"), routerPolicy("prefix-aware")];
  */
-export function routerPolicy(strategy: Strategy, variant?: { name: string; longestPrefix: LongestPrefixOptions }): PolicyFactory {
+export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
+  const options = strategyOptions(name);
+  const strategy = options.strategy as Strategy;
   // `longest-prefix` matches blocks over the whole input: it has a load guard but no prefix length.
   const loadBased = strategy === "random" || strategy === "least-outstanding";
   return {
-    name: variant?.name ?? strategy,
+    name,
     usesPrefixLength: !loadBased && strategy !== "longest-prefix",
     usesConcurrencyThreshold: !loadBased,
     async create(ctx) {
       const router = await createRouter({
         targets: ctx.targets.map((id) => ({ id })),
-        strategy,
+        ...options,
         mode: "text",
         prefixLength: ctx.prefixLength,
         concurrencyThreshold: ctx.concurrencyThreshold,
@@ -97,7 +100,6 @@ export function routerPolicy(strategy: Strategy, variant?: { name: string; longe
         random: ctx.random,
         clock: ctx.clock,
         ejection: false,
-        ...(variant === undefined ? {} : { longestPrefix: variant.longestPrefix }),
       });
       return {
         route(request) {
@@ -129,9 +131,7 @@ export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
  * their own: `longest-prefix:exclusive` is `longest-prefix` with `exclusive: true` (the setting
  * for a router that sees all of its fleet's traffic).
  */
-export const ROUTER_VARIANTS: readonly PolicyFactory[] = VARIANT_NAMES.map((name) =>
-  routerPolicy(STRATEGY_VARIANTS[name].strategy, { name, longestPrefix: STRATEGY_VARIANTS[name].longestPrefix }),
-);
+export const ROUTER_VARIANTS: readonly PolicyFactory[] = VARIANT_NAMES.map((name) => routerPolicy(name));
 
 /**
  * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
@@ -144,6 +144,6 @@ export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VAR
  * @returns `undefined` for an unknown name
  */
 export function policyByName(name: string): PolicyFactory | undefined {
-  if ((STRATEGIES as readonly string[]).includes(name)) return routerPolicy(name as Strategy);
-  return ROUTER_VARIANTS.find((p) => p.name === name) ?? PEER_BASELINES.find((p) => p.name === name);
+  if ((STRATEGIES as readonly string[]).includes(name) || name in STRATEGY_VARIANTS) return routerPolicy(name as Strategy | StrategyVariant);
+  return PEER_BASELINES.find((p) => p.name === name);
 }

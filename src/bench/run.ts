@@ -199,25 +199,25 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
         for (const rateMultiplier of rates)
           for (const durationMs of options.durationsMs ?? [workload.defaultDurationMs])
             for (const seed of seeds)
-            for (const routers of routerCounts) {
-              let size = n;
-              for (const e of scaleEvents) {
-                size += e.delta;
-                if (size < 1) {
-                  throw new BenchError(
-                    "ERR_BENCH_OPTION",
-                    `Scale event at ${e.atMs} ms would leave ${size} instances (starting from ${n}); at least 1 must remain`,
-                  );
+              for (const routers of routerCounts) {
+                let size = n;
+                for (const e of scaleEvents) {
+                  size += e.delta;
+                  if (size < 1) {
+                    throw new BenchError(
+                      "ERR_BENCH_OPTION",
+                      `Scale event at ${e.atMs} ms would leave ${size} instances (starting from ${n}); at least 1 must remain`,
+                    );
+                  }
                 }
+                const runs: PolicyRun[] = [];
+                for (const factory of factories) {
+                  for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
+                    for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
+                      runs.push({ factory, prefixLength, concurrencyThreshold });
+                }
+                plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
               }
-              const runs: PolicyRun[] = [];
-              for (const factory of factories) {
-                for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
-                  for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
-                    runs.push({ factory, prefixLength, concurrencyThreshold });
-              }
-              plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
-            }
   }
 
   const totalMs = plan.reduce((s, p) => s + p.scenario.durationMs * p.runs.length, 0);

@@ -77,10 +77,7 @@ export function formatComparison(rows: readonly BenchRow[]): string {
   const header = ["workload", "strategy", "prefix", "thr", "P50 vs random", "P90 vs random", "P99 vs random", "req/s vs random", "hit / ideal"];
   const align: Align[] = ["l", "l", "r", "r", "r", "r", "r", "r", "r"];
   const body = cmp.map((c) => [
-    c.row.workload,
-    strategyLabel(c.row),
-    c.row.prefixLength === null ? "-" : String(c.row.prefixLength),
-    c.row.concurrencyThreshold === null ? "-" : String(c.row.concurrencyThreshold),
+    ...configCells(c.row),
     signed(c.ttftP50Change),
     signed(c.ttftP90Change),
     signed(c.ttftP99Change),

@@ -16,7 +16,7 @@
  */
 import { STRATEGIES, createRouter } from "../router.js";
 import type { RouterOptions, Strategy } from "../router.js";
-import { STRATEGY_VARIANTS, type StrategyVariant, VARIANT_NAMES } from "../internal/variants.js";
+import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
@@ -34,9 +34,7 @@ export type DemoStrategy = Strategy | StrategyVariant;
 export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES, ...VARIANT_NAMES];
 
 /** @internal The router options of a demo configuration. */
-export function demoRouterOptions(name: DemoStrategy): Pick<RouterOptions, "strategy" | "longestPrefix"> {
-  return name in STRATEGY_VARIANTS ? STRATEGY_VARIANTS[name as StrategyVariant] : { strategy: name as Strategy };
-}
+export const demoRouterOptions: (name: DemoStrategy) => Pick<RouterOptions, "strategy" | "longestPrefix"> = strategyOptions;
 
 /** Options of {@link runDemo}. */
 export interface DemoOptions {

@@ -14,3 +14,8 @@ export type StrategyVariant = keyof typeof STRATEGY_VARIANTS;
 
 /** Variant names, in order. */
 export const VARIANT_NAMES = Object.keys(STRATEGY_VARIANTS) as StrategyVariant[];
+
+/** The router options a strategy or variant name stands for. */
+export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix"> {
+  return name in STRATEGY_VARIANTS ? STRATEGY_VARIANTS[name as StrategyVariant] : { strategy: name as Strategy };
+}
