@@ -243,16 +243,36 @@ class Slot {
  * (the prefill is done: for a stream, the first token) or, without one, the lease's release —
  * whichever comes first; {@link QueuedPrefill.done} takes it out, once. Counts are whole blocks,
  * so the backlog returns to exactly 0 when every request has answered.
+ *
+ * A request that fails before its first byte (refused, a 4xx or 5xx answer) was never prefilled
+ * there: {@link QueuedPrefill.forget} takes the blocks the pick added back out of the target's
+ * index, so the next request with that prefix is not sent after a cache that does not exist.
  */
 export class QueuedPrefill {
   constructor(
     private readonly slot: Slot,
     private work: number,
+    /** The chain's block keys; the pick added `keys[from..to)` to the target's index. */
+    private keys: Int32Array | undefined,
+    private readonly from: number,
+    private readonly to: number,
   ) {}
 
   done(): void {
     this.slot.pending -= this.work;
     this.work = 0;
+    this.keys = undefined;
+  }
+
+  /**
+   * Removes the blocks this pick added from the target's index, then {@link done}. Blocks that
+   * the target held before the pick stay. Approximate like the index: blocks another request
+   * sent to the same target while this one was in flight go too (that prefix is new again, and
+   * rendezvous hashing places it on the same first candidate).
+   */
+  forget(): void {
+    if (this.keys !== undefined) this.slot.blocks.forget(this.keys, this.from, this.to);
+    this.done();
   }
 }
 
@@ -703,7 +723,7 @@ export class LongestPrefixRouting {
    * Records a pick: the chain's blocks go into the target's index, and the recent-share counters
    * advance by one pick. Call once per `choose`, after it, with the same snapshot. Returns the
    * prefill the pick queued on the target; call its `done()` at the response's first byte or the
-   * request's end.
+   * request's end, or its `forget()` when the request failed without a first byte.
    */
   commit(snap: SnapshotView, index: number, chain: BlockChain): QueuedPrefill {
     const now = ttlNow(this.settings);
@@ -711,7 +731,9 @@ export class LongestPrefixRouting {
     slot.blocks.record(chain.keys, chain.n, now);
     this.count(snap, index, this.lastCandidates, this.lastWeight, this.lastNow);
     slot.pending += this.lastWork;
-    return new QueuedPrefill(slot, this.lastWork);
+    // lastWork = the request's blocks (n full + the partial one) − those the target held.
+    const from = chain.n + 1 - this.lastWork;
+    return new QueuedPrefill(slot, this.lastWork, from < chain.n ? chain.keys : undefined, from, chain.n);
   }
 
   /** Advances the recent-share counters by one pick of `index` among `candidates`. */

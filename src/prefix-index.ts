@@ -112,6 +112,13 @@ export class TargetBlocks {
     for (let i = n - 1; i >= 0; i--) lru.set(keys[i] as number, value);
   }
 
+  /** Removes `keys[from..to)` (absent ones are skipped). */
+  forget(keys: Int32Array, from: number, to: number): void {
+    const lru = this.lru;
+    if (lru === undefined) return;
+    for (let i = from; i < to; i++) lru.delete(keys[i] as number);
+  }
+
   /** Estimated heap bytes. */
   estimatedBytes(): number {
     if (this.lru === undefined) return 0;

@@ -203,9 +203,16 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
   readonly attempt: number;
   /** True once released. */
   readonly released: boolean;
-  /** Marks the first byte of the response body (TTFT for streams). Only the first call counts. */
+  /**
+   * Marks the first byte of the answer's body (TTFT for streams): the prompt was prefilled. Only
+   * the first call counts. Not for the body of an error response (4xx, 5xx).
+   */
   firstByte(): void;
-  /** Ends the lease. Runs once; later calls do nothing. */
+  /**
+   * Ends the lease. Runs once; later calls do nothing. With `longest-prefix`, a `connect-error`,
+   * `client-error` or `server-error` before {@link Lease.firstByte} also takes the blocks this
+   * pick added back out of the prefix index: the target never computed them.
+   */
   release(outcome?: LeaseOutcome, info?: ReleaseInfo): void;
 }
 
@@ -850,6 +857,10 @@ class RouterLease<T extends TargetSpec> implements Lease<T> {
   release(outcome: LeaseOutcome = "success", info?: ReleaseInfo): void {
     if (this.done) return;
     this.done = true;
+    // Failed before any byte of an answer: the target never prefilled the prompt, so
+    // `longest-prefix` forgets the blocks this pick taught its index. A cancelled request may
+    // have been prefilled (engines keep computed blocks): it keeps them.
+    if (outcome === "connect-error" || outcome === "server-error" || outcome === "client-error") this.prefill?.forget();
     this.prefilled();
     this.router.finish(this, this.state, outcome, info);
   }

@@ -500,10 +500,10 @@ describe("several router processes (exclusive: false, the default)", () => {
     expect(queuedOf(router, order[0] as string)).toBe(0);
   });
 
-  it("brings every target's queued work back to exactly 0 for any order of picks, first bytes and releases (property)", async () => {
+  it("brings every target's queued work back to exactly 0 for any order of picks, first bytes, releases and failures (property)", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.tuple(fc.nat(6), fc.nat(40), fc.constantFrom("first-then-release", "release", "release-then-first", "twice")), { maxLength: 40 }),
+        fc.array(fc.tuple(fc.nat(6), fc.nat(40), fc.constantFrom("first-then-release", "release", "release-then-first", "twice", "fail", "first-then-fail")), { maxLength: 40 }),
         fc.array(fc.nat(), { maxLength: 80 }),
         fc.boolean(),
         async (requests, order, exclusive) => {
@@ -517,7 +517,14 @@ describe("several router processes (exclusive: false, the default)", () => {
             };
             const first = () => lease?.firstByte();
             const release = () => lease?.release();
-            const rest = how === "first-then-release" ? [first, release] : how === "release-then-first" ? [release, first] : how === "twice" ? [first, first, release, release] : [release];
+            const fail = () => lease?.release("server-error");
+            const rest =
+              how === "first-then-release" ? [first, release]
+              : how === "release-then-first" ? [release, first]
+              : how === "twice" ? [first, first, release, release]
+              : how === "fail" ? [fail, first]
+              : how === "first-then-fail" ? [first, fail]
+              : [release];
             return [route, ...rest];
           });
           const live = queues.map((_, k) => k);
@@ -681,6 +688,34 @@ describe("index", () => {
     const fresh = await lp(ids(2));
     expect(first(router, docs[5] as object)).toBe("t0");
     expect(first(router, docs[0] as object)).toBe(first(fresh, docs[0] as object));
+  });
+
+  it("forgets the blocks a request taught it when the request fails before its first byte", async () => {
+    const router = await lp(ids(4), { loadFactor: Number.POSITIVE_INFINITY });
+    const others = ["t0", "t1", "t3"];
+    sendTo(router, "t2", rag("d0"));
+    const held = blocksOf(router, "t2") as number; // the system prompt and d0
+    const fresh = await lp(ids(4));
+    for (const outcome of ["connect-error", "client-error", "server-error"] as const) {
+      const lease = router.route({ body: rag("d1") }, { exclude: others });
+      expect(blocksOf(router, "t2")).toBeGreaterThan(held);
+      lease.release(outcome);
+      // d1's blocks are gone; the system prompt and d0, held before, stay.
+      expect(blocksOf(router, "t2")).toBe(held);
+      expect(router.rank({ body: rag("d0") }).targets[0]?.id).toBe("t2");
+    }
+    // d1 is new again, placed like on a router that never saw it.
+    const alone = { model: "m", messages: [{ role: "user", content: text("d1", 6000) }] };
+    const failed = router.route({ body: alone }, { exclude: others });
+    failed.release("server-error");
+    expect(first(router, alone)).toBe(first(fresh, alone));
+    // An answer began (a stream that broke later), or the client gave up: the prompt may be cached.
+    for (const end of [(l: Lease) => (l.firstByte(), l.release("server-error")), (l: Lease) => l.release("cancelled")]) {
+      const before = blocksOf(router, "t2") as number;
+      end(router.route({ body: rag(`kept-${before}`) }, { exclude: others }));
+      expect(blocksOf(router, "t2")).toBeGreaterThan(before);
+    }
+    expect(router.stats().prefixIndex?.targets.every((t) => t.queuedBlocks === 0)).toBe(true);
   });
 
   it("keeps the head of a prefix longest: a partly evicted prefix still matches its start", async () => {

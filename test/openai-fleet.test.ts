@@ -151,6 +151,37 @@ describe("routeOpenAI against a 7-instance fleet", () => {
     expect(queued()).toBe(0);
   });
 
+  it("longest-prefix: an instance that refused or failed a prompt is not credited with its cache", async () => {
+    const infos: RoutedRequestInfo[] = [];
+    // No bounded load: with it, two picks out of two would already put both instances past their share.
+    const client = await routed({ strategy: "longest-prefix", longestPrefix: { loadFactor: Number.POSITIVE_INFINITY }, onRequestEnd: (i) => infos.push(i) });
+    const router = getRouter(client);
+    const blocks = (id: string) => router?.stats().prefixIndex?.targets.find((t) => t.id === id)?.blocks;
+    const body = { model: MODEL, messages: messages("refused", "q"), max_tokens: 4 };
+    const [firstChoice, secondChoice] = router?.rank({ body }).targets.map((t) => t.id) ?? [];
+    const down = fleet.instance(firstChoice as string);
+    const failing = fleet.instance(secondChoice as string);
+    try {
+      // The first choice refuses the connection; the retry goes to the second, which answers 503.
+      await down.setFaults({ down: true });
+      await failing.setFaults({ errorRate: 1, errorStatus: 503 });
+      await expect(client.chat.completions.create(body)).rejects.toMatchObject({ status: 503 });
+      expect(infos.map((i) => [i.target.id, i.outcome])).toEqual([
+        [firstChoice, "connect-error"],
+        [secondChoice, "server-error"],
+      ]);
+      expect([blocks(firstChoice as string), blocks(secondChoice as string)]).toEqual([0, 0]);
+    } finally {
+      await down.setFaults({ down: false });
+      await failing.setFaults({ errorRate: 0 });
+    }
+    // Both back: the prompt is new to the router again and goes to its first choice, which now holds it.
+    const { response } = await client.chat.completions.create(body).withResponse();
+    expect(response.headers.get(INSTANCE_HEADER)).toBe(firstChoice);
+    expect([blocks(firstChoice as string), blocks(secondChoice as string)]).toEqual([39, 0]);
+    expect(router?.stats().totals.inflight).toBe(0);
+  });
+
   it("places different tenants with the same prompt independently (prompt_cache_key)", async () => {
     const client = await routed();
     const router = getRouter(client);

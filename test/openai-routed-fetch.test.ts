@@ -237,6 +237,8 @@ describe("createRoutedFetch: failures and retries", () => {
     const s = router.stats().targets.find((t) => t.id === first);
     expect(s?.ejected).toBe(true);
     expect(s?.ejectedUntilMs).toBe(1000);
+    // An error body is no answer: it does not count as a time to first token.
+    expect(s?.ttftMs).toBeNull();
     // While ejected the key goes to its second choice; after the backoff it comes back.
     const during = await fetch("http://x/v1/chat/completions", { method: "POST", body });
     await during.text();

@@ -2,8 +2,9 @@
  * The response side of a routed request: the body is wrapped in a stream whose end, cancel or
  * error releases the lease exactly once.
  *
- * - first chunk: `lease.firstByte()` (TTFT for streams). The wrapper pulls one chunk ahead, so
- *   the time is when the byte arrived, not when the consumer got round to reading it;
+ * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is below 400 — an error
+ *   body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte arrived,
+ *   not when the consumer got round to reading it;
  * - end of body: the lease ends `success` (2xx/3xx), `client-error` (4xx) or `server-error`
  *   (5xx, or an SSE `error` event), with the token usage the body reported;
  * - `cancel()` (a consumer that stops reading, `for await` left early, openai's `break`): `cancelled`;
@@ -135,7 +136,8 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
       const value = chunk.value;
       if (ttftMs === null && value.byteLength > 0) {
         ttftMs = clock.now() - startMs;
-        lease.firstByte();
+        // An error body is no answer: the router's TTFT and prefix index only count answers.
+        if (status < 400) lease.firstByte();
       }
       usage?.push(value);
       controller.enqueue(value);
