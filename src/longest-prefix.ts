@@ -252,10 +252,9 @@ export class QueuedPrefill {
   constructor(
     private readonly slot: Slot,
     private work: number,
-    /** The chain's block keys; the pick added `keys[from..to)` to the target's index. */
+    /** The chain's full-block keys; the pick added `keys[from..]` to the target's index. */
     private keys: Int32Array | undefined,
     private readonly from: number,
-    private readonly to: number,
   ) {}
 
   done(): void {
@@ -271,7 +270,7 @@ export class QueuedPrefill {
    * rendezvous hashing places it on the same first candidate).
    */
   forget(): void {
-    if (this.keys !== undefined) this.slot.blocks.forget(this.keys, this.from, this.to);
+    if (this.keys !== undefined) this.slot.blocks.forget(this.keys, this.from);
     this.done();
   }
 }
@@ -733,7 +732,7 @@ export class LongestPrefixRouting {
     slot.pending += this.lastWork;
     // lastWork = the request's blocks (n full + the partial one) − those the target held.
     const from = chain.n + 1 - this.lastWork;
-    return new QueuedPrefill(slot, this.lastWork, from < chain.n ? chain.keys : undefined, from, chain.n);
+    return new QueuedPrefill(slot, this.lastWork, from < chain.n ? chain.keys : undefined, from);
   }
 
   /** Advances the recent-share counters by one pick of `index` among `candidates`. */

@@ -112,11 +112,11 @@ export class TargetBlocks {
     for (let i = n - 1; i >= 0; i--) lru.set(keys[i] as number, value);
   }
 
-  /** Removes `keys[from..to)` (absent ones are skipped). */
-  forget(keys: Int32Array, from: number, to: number): void {
+  /** Removes `keys[from..]` (absent ones are skipped). */
+  forget(keys: Int32Array, from: number): void {
     const lru = this.lru;
     if (lru === undefined) return;
-    for (let i = from; i < to; i++) lru.delete(keys[i] as number);
+    for (let i = from; i < keys.length; i++) lru.delete(keys[i] as number);
   }
 
   /** Estimated heap bytes. */
