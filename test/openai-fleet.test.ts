@@ -2,6 +2,8 @@
  * The real openai client, routed by routeOpenAI, against a 7-instance emulated vLLM fleet on
  * loopback; and createRoutedFetch with a plain fetch against the same fleet.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import {
@@ -399,5 +401,48 @@ describe("createRoutedFetch with a plain fetch against the fleet", () => {
     expect(target).toMatchObject({ inflight: 0, routed: 2 });
     expect(target?.cachedTokenRatio).toBeGreaterThan(0.4);
     expect(target?.ttftMs?.count).toBe(2);
+  });
+
+  it("errors the body on abort even after the whole of it arrived (Node 20's fetch alone would hang: nodejs/undici#4089)", async () => {
+    // A server whose stream arrives in three pieces, 20 ms apart, then ends.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const pieces = ["data: 1\n\n", "data: 2\n\n", "data: 3\n\n"];
+      const next = () => {
+        const piece = pieces.shift();
+        if (piece === undefined) res.end();
+        else {
+          res.write(piece);
+          setTimeout(next, 20);
+        }
+      };
+      next();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const { fetch, router } = await createRoutedFetch({ targets: [{ id: "sse", baseURL: `http://127.0.0.1:${port}/v1` }], baseURL: "http://app.invalid/v1" });
+      const abort = new AbortController();
+      const res = await fetch("http://app.invalid/v1/chat/completions", { method: "POST", body: "{}", signal: abort.signal });
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      // The rest has arrived and the response has ended on the wire; the reader has not seen the end.
+      await new Promise((r) => setTimeout(r, 150));
+      abort.abort();
+      expect(router.stats().totals.inflight).toBe(0);
+      const read = async (): Promise<string> => {
+        for (;;) {
+          const r = await reader.read();
+          if (r.done) return "a clean end";
+        }
+      };
+      const outcome = await Promise.race([
+        read().catch((e: unknown) => (e as Error).name),
+        new Promise((r) => setTimeout(() => r("still waiting after 2 s"), 2000)),
+      ]);
+      expect(outcome).toBe("AbortError");
+    } finally {
+      server.close();
+    }
   });
 });

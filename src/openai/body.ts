@@ -8,7 +8,8 @@
  * - end of body: the lease ends `success` (2xx/3xx), `client-error` (4xx) or `server-error`
  *   (5xx, or an SSE `error` event), with the token usage the body reported;
  * - `cancel()` (a consumer that stops reading, `for await` left early, openai's `break`): `cancelled`;
- * - the request's `AbortSignal` fires: `cancelled`, at once, even if nobody reads any more;
+ * - the request's `AbortSignal` fires: `cancelled`, at once, even if nobody reads any more; the
+ *   body errors with the signal's reason (also where Node's fetch would leave it hanging);
  * - a read error (connection reset mid-stream): `connect-error`, or `cancelled` when aborted;
  * - a response without a body: released before the response is returned;
  * - a body dropped without being read or cancelled: released as `cancelled` when the wrapper is
@@ -109,9 +110,19 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
       reader?.cancel().catch(() => {});
     },
   };
-  // Only the lease is released on abort: the underlying fetch got the same signal and errors
-  // the body itself, so a reader still sees the abort, never a clean end.
-  const onAbort = (): void => tracker.settle("cancelled", signal?.reason);
+  // On abort the lease ends at once and the body errors with the signal's reason: a reader sees
+  // the abort, never a clean end. The underlying fetch got the same signal and should error its
+  // own body, but Node 20's undici (6.x) does not when the abort lands after the whole body has
+  // arrived (nodejs/undici#4089): its reader waits forever, and so would ours. A WeakRef: a
+  // long-lived signal must not keep a dropped body from being collected (and its lease released).
+  let wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
+  let aborted = false;
+  const onAbort = (): void => {
+    aborted = true;
+    tracker.settle("cancelled", signal?.reason);
+    wrapper?.deref()?.error(signal?.reason);
+    tracker.cancelSource();
+  };
 
   if (reader === undefined) {
     tracker.settle(outcomeOfStatus(status));
@@ -119,6 +130,9 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   }
 
   const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      wrapper = new WeakRef(controller);
+    },
     async pull(controller) {
       let chunk: ReadableStreamReadResult<Uint8Array>;
       try {
@@ -128,6 +142,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
         controller.error(error);
         return;
       }
+      if (aborted) return; // the body already errored with the abort
       if (chunk.done) {
         tracker.settle(outcomeOfStatus(status));
         controller.close();
