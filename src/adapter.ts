@@ -2,7 +2,7 @@
  * What the OpenAI and SageMaker adapters share: the attempts bounds and the way a routed client
  * carries its router.
  */
-import type { Router, TargetSpec } from "./router.js";
+import type { Router, TargetSpec } from "./types.js";
 
 /** Default number of targets a request may try when connections fail before any response. */
 export const DEFAULT_ATTEMPTS = 2;

@@ -8,33 +8,10 @@ export type { RouterErrorCode } from "./errors.js";
 export { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, routingInput } from "./routing-input.js";
 export type { RoutingInputOptions, RoutingMode } from "./routing-input.js";
 export { validateTenant } from "./routing-key.js";
-export {
-  DEFAULT_CONCURRENCY_THRESHOLD,
-  DEFAULT_EJECTION,
-  DEFAULT_MODE,
-  DEFAULT_PREFIX_LENGTH,
-  DEFAULT_STRATEGY,
-  STRATEGIES,
-  createRouter,
-} from "./router.js";
-export type {
-  Clock,
-  Decision,
-  EjectionOptions,
-  Lease,
-  LeaseOutcome,
-  PickKind,
-  Ranking,
-  ReleaseInfo,
-  RouteOptions,
-  RouteRequest,
-  Router,
-  RouterOptions,
-  RouterStats,
-  Strategy,
-  TargetSpec,
-  TargetStats,
-} from "./router.js";
+export { DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_EJECTION, DEFAULT_MODE, DEFAULT_PREFIX_LENGTH, DEFAULT_STRATEGY, STRATEGIES } from "./options.js";
+export { createRouter } from "./router.js";
+export type { Clock, Decision, Lease, LeaseOutcome, PickKind, Ranking, ReleaseInfo, RouteOptions, RouteRequest, Router, RouterStats, Strategy, TargetSpec, TargetStats } from "./types.js";
+export type { EjectionOptions, RouterOptions } from "./options.js";
 export type { LatencySummary } from "./target-state.js";
 export { DEFAULT_LONGEST_PREFIX } from "./longest-prefix.js";
 export type { LongestPrefixOptions } from "./longest-prefix.js";

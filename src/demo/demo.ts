@@ -14,8 +14,10 @@
  * milliseconds (wall ms / `timeScale`). Cache hits come from the servers' own
  * `usage.prompt_tokens_details.cached_tokens`.
  */
-import { STRATEGIES, createRouter } from "../router.js";
-import type { RouterOptions, Strategy } from "../router.js";
+import { STRATEGIES } from "../options.js";
+import { createRouter } from "../router.js";
+import type { Strategy } from "../types.js";
+import type { RouterOptions } from "../options.js";
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";

@@ -7,7 +7,7 @@
  * passive ejection; the next attempt excludes every target already tried, so it lands on the
  * key's next choice that has room.
  */
-import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../router.js";
+import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../types.js";
 
 /** How one failed attempt is judged. */
 export interface AttemptFailure {

@@ -15,7 +15,7 @@
  * the Responses API): a server that does not report cached tokens leaves the cached-token ratio
  * `null` instead of pretending nothing was cached.
  */
-import type { ReleaseInfo } from "../router.js";
+import type { ReleaseInfo } from "../types.js";
 
 /** Bytes of a JSON body kept to find its `usage`. */
 export const JSON_TAIL_BYTES = 64 * 1024;

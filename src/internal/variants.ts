@@ -1,4 +1,5 @@
-import type { RouterOptions, Strategy } from "../router.js";
+import type { Strategy } from "../types.js";
+import type { RouterOptions } from "../options.js";
 
 /**
  * Named configurations of a strategy that the benchmark and the demo run as rows of their own:

@@ -15,7 +15,7 @@
  * - a body dropped without being read or cancelled: released as `cancelled` when the wrapper is
  *   garbage-collected (a last resort; read or cancel bodies you do not need).
  */
-import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../router.js";
+import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./routed-fetch.js";
 import { scannerFor } from "../internal/usage.js";
 

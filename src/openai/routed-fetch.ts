@@ -16,17 +16,9 @@ import { RouterError, isRouterError } from "../errors.js";
 import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
 import { withAttempts } from "../internal/attempts.js";
 import { checkFunction, checkInteger, describe } from "../internal/validate.js";
-import {
-  type Clock,
-  type Lease,
-  type LeaseOutcome,
-  type PickKind,
-  type RouteRequest,
-  type Router,
-  type RouterOptions,
-  type TargetSpec,
-  createRouter,
-} from "../router.js";
+import { type Clock, type Lease, type LeaseOutcome, type PickKind, type RouteRequest, type Router, type TargetSpec } from "../types.js";
+import { type RouterOptions } from "../options.js";
+import { createRouter } from "../router.js";
 import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
 import { judgeFetchError } from "../internal/failures.js";
 

@@ -4,7 +4,7 @@
  * response reports.
  */
 import { canonicalize, parseJson } from "../canonical-json.js";
-import type { ReleaseInfo } from "../router.js";
+import type { ReleaseInfo } from "../types.js";
 import { describe } from "../internal/validate.js";
 import { JSON_TAIL_BYTES, findUsage, usageOf } from "../internal/usage.js";
 

@@ -23,7 +23,9 @@ import type {
 } from "@aws-sdk/client-sagemaker-runtime";
 import { withAttempts } from "../internal/attempts.js";
 import { checkInteger, describe } from "../internal/validate.js";
-import { type Lease, type RouteRequest, type Router, type RouterOptions, type TargetSpec, createRouter, validateTargets } from "../router.js";
+import { type Lease, type RouteRequest, type Router, type TargetSpec } from "../types.js";
+import { type RouterOptions, validateTargets } from "../options.js";
+import { createRouter } from "../router.js";
 import { prepareBody, readBody, usageOfBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";

@@ -7,7 +7,7 @@
  * adapter does for response bodies.
  */
 import type { ResponseStream } from "@aws-sdk/client-sagemaker-runtime";
-import type { Lease } from "../router.js";
+import type { Lease } from "../types.js";
 import { StreamUsage } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 

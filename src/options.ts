@@ -1,0 +1,198 @@
+/**
+ * Router options: their defaults and their validation. Messages name the option, the allowed
+ * range and the value received.
+ */
+import { checkFunction, checkInteger, checkNumber, checkOneOf, describe } from "./internal/validate.js";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing-input.js";
+import type { EjectionPolicy } from "./target-state.js";
+import { type LongestPrefixConfig, type LongestPrefixOptions, resolveLongestPrefixOptions } from "./longest-prefix.js";
+import type { Clock, Decision, Strategy, TargetSpec } from "./types.js";
+
+/** All strategies, in the order the benchmark lists them. */
+export const STRATEGIES: readonly Strategy[] = ["random", "least-outstanding", "prefix-aware", "longest-prefix"];
+
+
+/** Passive outlier ejection. */
+export interface EjectionOptions {
+  /**
+   * Consecutive failures (connection errors or 5xx answers) that eject a target.
+   * @default 5
+   */
+  consecutiveFailures?: number;
+  /**
+   * First ejection length; each further ejection without a success in between doubles it.
+   * @default 30000
+   */
+  baseEjectionMs?: number;
+  /**
+   * Upper bound of the ejection length.
+   * @default 300000
+   */
+  maxEjectionMs?: number;
+}
+
+/** Options of {@link createRouter}. */
+export interface RouterOptions<T extends TargetSpec = TargetSpec> {
+  /** The targets. Ids non-empty and unique. May be empty (filled later by `setTargets`): `route` then throws `ERR_NO_TARGETS`. */
+  targets: readonly T[];
+  /** @default "prefix-aware" */
+  strategy?: Strategy;
+  /**
+   * `"text"` reads the prompt text of OpenAI-style bodies (counted in code points); `"bytes"`
+   * reads the canonical JSON bytes (or raw bytes) of any body, as SageMaker's Invoke API does.
+   * @default "text"
+   */
+  mode?: RoutingMode;
+  /**
+   * How much of the routing input the key covers: code points in text mode, bytes in bytes mode.
+   * From 1,024 to 65,536. 4,096 characters is about 1,000 tokens: long enough to reach past a
+   * typical system prompt into the document or history that follows, short enough to group
+   * requests that share that context.
+   * @default 4096
+   */
+  prefixLength?: number;
+  /**
+   * In-flight requests at which a target counts as full and a request goes to the key's next
+   * choice. From 1 to 1,024. 32 is SGLang's gateway balance threshold; lower spreads a hot
+   * prefix sooner, higher keeps affinity longer.
+   * @default 32
+   */
+  concurrencyThreshold?: number;
+  /**
+   * Seed of the routing-key hash and of the targets' rendezvous hashes. Routers that must agree
+   * (several processes, several machines) use the same seed. Integer from 0 to 2^64 − 1.
+   * @default 0
+   */
+  seed?: number | bigint;
+  /**
+   * Random source in [0, 1) for the `random` strategy and least-outstanding tie-breaks.
+   * @default Math.random
+   */
+  random?: () => number;
+  /**
+   * Time source in milliseconds, for latency metrics and ejection backoff.
+   * @default performance
+   */
+  clock?: Clock;
+  /** Called synchronously for every pick, before the pick is counted. An exception propagates to the caller of `route` and nothing is counted. */
+  onDecision?: (decision: Decision<T>) => void;
+  /**
+   * Passive outlier ejection, or `false` to never eject.
+   * @default { consecutiveFailures: 5, baseEjectionMs: 30000, maxEjectionMs: 300000 }
+   */
+  ejection?: EjectionOptions | false;
+  /**
+   * Settings of the `longest-prefix` strategy (ignored by the others, but validated).
+   * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
+   */
+  longestPrefix?: LongestPrefixOptions;
+}
+
+export const DEFAULT_STRATEGY: Strategy = "prefix-aware";
+export const DEFAULT_MODE: RoutingMode = "text";
+export const DEFAULT_PREFIX_LENGTH = 4096;
+export const DEFAULT_CONCURRENCY_THRESHOLD = 32;
+export const DEFAULT_EJECTION: Readonly<Required<EjectionOptions>> = Object.freeze({
+  consecutiveFailures: 5,
+  baseEjectionMs: 30_000,
+  maxEjectionMs: 300_000,
+});
+
+
+export interface Config<T extends TargetSpec> {
+  targets: readonly T[];
+  strategy: Strategy;
+  mode: RoutingMode;
+  prefixLength: number;
+  concurrencyThreshold: number;
+  seed: bigint;
+  random: () => number;
+  clock: Clock;
+  onDecision: ((decision: Decision<T>) => void) | undefined;
+  ejection: EjectionPolicy | undefined;
+  longestPrefix: LongestPrefixConfig;
+}
+
+export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`Expected router options to be an object, got ${describe(options)}`);
+  }
+  const o = options;
+  validateTargets(o.targets);
+  const seed = o.seed ?? 0;
+  let seedBig: bigint;
+  if (typeof seed === "bigint") {
+    if (seed < 0n || seed > 0xffff_ffff_ffff_ffffn) {
+      throw new RangeError(`Expected \`seed\` to be an integer from 0 to 2^64 - 1, got ${seed}n`);
+    }
+    seedBig = seed;
+  } else {
+    seedBig = BigInt(checkInteger("seed", seed, 0, Number.MAX_SAFE_INTEGER));
+  }
+  let ejection: EjectionPolicy | undefined;
+  if (o.ejection !== false) {
+    const e = o.ejection ?? {};
+    if (e === null || typeof e !== "object") {
+      throw new TypeError(`Expected \`ejection\` to be an object or false, got ${describe(e)}`);
+    }
+    ejection = {
+      consecutiveFailures: checkInteger(
+        "ejection.consecutiveFailures",
+        e.consecutiveFailures ?? DEFAULT_EJECTION.consecutiveFailures,
+        1,
+        1_000_000,
+      ),
+      baseEjectionMs: checkNumber("ejection.baseEjectionMs", e.baseEjectionMs ?? DEFAULT_EJECTION.baseEjectionMs, 0, 86_400_000),
+      maxEjectionMs: 0,
+    };
+    // The cap defaults to at least the base, so raising only the base stays valid.
+    ejection.maxEjectionMs = checkNumber(
+      "ejection.maxEjectionMs",
+      e.maxEjectionMs ?? Math.max(DEFAULT_EJECTION.maxEjectionMs, ejection.baseEjectionMs),
+      ejection.baseEjectionMs,
+      86_400_000,
+    );
+  }
+  const clock = o.clock ?? performance;
+  if (clock === null || typeof clock !== "object" || typeof clock.now !== "function") {
+    throw new TypeError(`Expected \`clock\` to be an object with a now() method, got ${describe(clock)}`);
+  }
+  return {
+    targets: o.targets,
+    strategy: checkOneOf("strategy", o.strategy ?? DEFAULT_STRATEGY, STRATEGIES),
+    mode: checkOneOf("mode", o.mode ?? DEFAULT_MODE, ["text", "bytes"] as const),
+    prefixLength: checkInteger("prefixLength", o.prefixLength ?? DEFAULT_PREFIX_LENGTH, MIN_PREFIX_LENGTH, MAX_PREFIX_LENGTH),
+    concurrencyThreshold: checkInteger("concurrencyThreshold", o.concurrencyThreshold ?? DEFAULT_CONCURRENCY_THRESHOLD, 1, 1024),
+    seed: seedBig,
+    random: o.random === undefined ? Math.random : checkFunction<() => number>("random", o.random),
+    clock,
+    onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
+    ejection,
+    longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
+  };
+}
+
+/** @internal Validates a target list; throws TypeError/RangeError naming the offending entry. */
+export function validateTargets(targets: unknown): void {
+  if (!Array.isArray(targets)) {
+    throw new TypeError(`Expected \`targets\` to be an array, got ${describe(targets)}`);
+  }
+  const seen = new Set<string>();
+  targets.forEach((t: unknown, i: number) => {
+    if (t === null || typeof t !== "object") {
+      throw new TypeError(`Expected \`targets[${i}]\` to be an object, got ${describe(t)}`);
+    }
+    const { id, weight, models } = t as TargetSpec;
+    if (typeof id !== "string" || id.length === 0) {
+      throw new TypeError(`Expected \`targets[${i}].id\` to be a non-empty string, got ${describe(id)}`);
+    }
+    if (seen.has(id)) throw new RangeError(`Expected target ids to be unique, got ${JSON.stringify(id)} twice`);
+    seen.add(id);
+    if (weight !== undefined && (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0)) {
+      throw new RangeError(`Expected \`targets[${i}].weight\` to be a finite number >= 0, got ${describe(weight)}`);
+    }
+    if (models !== undefined && (!Array.isArray(models) || !models.every((m) => typeof m === "string"))) {
+      throw new TypeError(`Expected \`targets[${i}].models\` to be an array of strings, got ${describe(models)}`);
+    }
+  });
+}

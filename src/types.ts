@@ -1,0 +1,182 @@
+/**
+ * The router's public vocabulary: targets, requests, leases, decisions, stats. Types only.
+ */
+import type { RoutingMode } from "./routing-input.js";
+import type { LatencySummary } from "./target-state.js";
+import type { PrefixIndexStats } from "./prefix-index.js";
+
+/** A place requests can go: a replica, an endpoint, an inference component. */
+export interface TargetSpec {
+  /** Unique, non-empty. It is the target's rendezvous identity: keep it stable across restarts. */
+  readonly id: string;
+  /**
+   * Relative share of new prefixes. `0` drains the target: it is never picked for new requests,
+   * but its open leases release normally.
+   * @default 1
+   */
+  readonly weight?: number;
+  /** Models / LoRA adapters this target serves. Absent: it serves every model. */
+  readonly models?: readonly string[];
+}
+
+/** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
+export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
+
+
+/** What a pick was: the key's first choice, a later choice, or a load-based pick. */
+export type PickKind = "preferred" | "spillover" | "fallback" | "random" | "least-outstanding";
+
+/** An injectable time source, in milliseconds. */
+export interface Clock {
+  now(): number;
+}
+
+/** One request to route. */
+export interface RouteRequest {
+  /**
+   * The request body: an object, JSON text or bytes. In text mode an OpenAI-style JSON body; in
+   * bytes mode anything. Absent (or, in text mode, a body without prompt text): the request has
+   * no prefix and goes by least-outstanding.
+   */
+  body?: unknown;
+  /** Tenant id (SageMaker `PrefixAwareId`, OpenAI `prompt_cache_key`): 1–64 printable ASCII. */
+  tenant?: string;
+  /** The model or adapter; only targets serving it are eligible. Text mode falls back to `body.model`. */
+  model?: string;
+}
+
+/** Per-call options of {@link Router.route}. */
+export interface RouteOptions {
+  /** Target ids not to pick (already tried by this request). They keep their place in the ranking. */
+  exclude?: ReadonlySet<string> | readonly string[];
+  /** 1-based attempt number, reported in decisions. @default 1 */
+  attempt?: number;
+}
+
+/** How a lease ended. Connection errors and server errors count toward ejection. */
+export type LeaseOutcome = "success" | "cancelled" | "client-error" | "server-error" | "connect-error";
+
+/** Facts a finished request reports with its release. */
+export interface ReleaseInfo {
+  /** Prompt tokens the server counted. */
+  promptTokens?: number;
+  /** Prompt tokens the server served from its prefix cache. */
+  cachedTokens?: number;
+}
+
+/** A routing decision, as passed to `onDecision`. */
+export interface Decision<T extends TargetSpec = TargetSpec> {
+  /** The routing key; `undefined` when the request has no prefix or the strategy reads none. */
+  key: bigint | undefined;
+  target: T;
+  /** Position of the target in the key's ranking (0 = first choice); for load-based picks, 0. */
+  rank: number;
+  kind: PickKind;
+  strategy: Strategy;
+  tenant: string | undefined;
+  model: string | undefined;
+  attempt: number;
+  /** Clock time of the decision, ms. */
+  atMs: number;
+}
+
+/**
+ * A pick, held until {@link Lease.release}. While held it counts as in flight on its target.
+ */
+export interface Lease<T extends TargetSpec = TargetSpec> {
+  readonly target: T;
+  readonly kind: PickKind;
+  readonly rank: number;
+  readonly key: bigint | undefined;
+  readonly attempt: number;
+  /** True once released. */
+  readonly released: boolean;
+  /**
+   * Marks the first byte of the answer's body (TTFT for streams): the prompt was prefilled. Only
+   * the first call counts. Not for the body of an error response (4xx, 5xx).
+   */
+  firstByte(): void;
+  /**
+   * Ends the lease. Runs once; later calls do nothing. With `longest-prefix`, a `connect-error`,
+   * `client-error` or `server-error` before {@link Lease.firstByte} also takes the blocks this
+   * pick added back out of the prefix index: the target never computed them.
+   */
+  release(outcome?: LeaseOutcome, info?: ReleaseInfo): void;
+}
+
+/** Per-target counters in {@link RouterStats}. */
+export interface TargetStats {
+  id: string;
+  /** False for a target removed by `setTargets` that still has open leases. */
+  active: boolean;
+  inflight: number;
+  routed: number;
+  preferred: number;
+  spillover: number;
+  fallback: number;
+  random: number;
+  leastOutstanding: number;
+  /** routed / all routed, fraction of 1. */
+  share: number;
+  /** (spillover + fallback) / routed, fraction of 1 (0 when nothing was routed). */
+  spilloverRate: number;
+  failures: number;
+  ejected: boolean;
+  /** Clock time the ejection ends, ms; `null` when not ejected. */
+  ejectedUntilMs: number | null;
+  /** Time to first byte of the body (TTFT for streams), ms; `null` before any sample. */
+  ttftMs: LatencySummary | null;
+  /** Lease duration, ms; `null` before any sample. */
+  durationMs: LatencySummary | null;
+  promptTokens: number;
+  cachedTokens: number;
+  /** cachedTokens / promptTokens; `null` when no server reported tokens. */
+  cachedTokenRatio: number | null;
+}
+
+/** A plain snapshot of the router's counters. */
+export interface RouterStats {
+  targets: TargetStats[];
+  /** The same counters summed over every target (rates over the fleet, TTFT from the merged histograms). */
+  totals: Pick<
+    TargetStats,
+    | "inflight"
+    | "routed"
+    | "preferred"
+    | "spillover"
+    | "fallback"
+    | "random"
+    | "leastOutstanding"
+    | "spilloverRate"
+    | "failures"
+    | "ttftMs"
+    | "cachedTokenRatio"
+  >;
+  /** The `longest-prefix` strategy's block index; present only with that strategy. */
+  prefixIndex?: PrefixIndexStats;
+}
+
+/** The key's ranking of eligible targets, as {@link Router.rank} returns it. */
+export interface Ranking<T extends TargetSpec = TargetSpec> {
+  key: bigint | undefined;
+  /** Eligible targets, best first (for a request without prefix, in target order). */
+  targets: T[];
+}
+
+/** A router. Create one with {@link createRouter}. */
+export interface Router<T extends TargetSpec = TargetSpec> {
+  readonly strategy: Strategy;
+  readonly mode: RoutingMode;
+  readonly prefixLength: number;
+  readonly concurrencyThreshold: number;
+  /** Picks a target and opens a lease on it. Synchronous; never returns nothing. */
+  route(request: RouteRequest, options?: RouteOptions): Lease<T>;
+  /** The key's ranking, without picking or counting anything. For tests and debugging. */
+  rank(request: RouteRequest): Ranking<T>;
+  /** Replaces the target set. Counters of ids that stay are kept; open leases still release. */
+  setTargets(targets: readonly T[]): void;
+  /** The current targets. */
+  targets(): readonly T[];
+  /** A snapshot of the counters. */
+  stats(): RouterStats;
+}
