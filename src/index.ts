@@ -10,12 +10,43 @@ export type { RoutingInputOptions, RoutingMode } from "./routing-input.js";
 export { validateTenant } from "./routing-key.js";
 export { DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_EJECTION, DEFAULT_MODE, DEFAULT_PREFIX_LENGTH, DEFAULT_STRATEGY, STRATEGIES } from "./options.js";
 export { createRouter } from "./router.js";
-export type { Clock, Decision, Lease, LeaseOutcome, PickKind, Ranking, ReleaseInfo, RouteOptions, RouteRequest, Router, RouterStats, Strategy, TargetSpec, TargetStats } from "./types.js";
+export type {
+  Clock,
+  Decision,
+  Lease,
+  LeaseOutcome,
+  PickKind,
+  PreparedRequest,
+  Ranking,
+  ReleaseInfo,
+  RouteOptions,
+  RouteRequest,
+  Router,
+  RouterStats,
+  Strategy,
+  StrategyName,
+  TargetSpec,
+  TargetStats,
+} from "./types.js";
 export type { EjectionOptions, RouterOptions } from "./options.js";
 export type { LatencySummary } from "./target-state.js";
-export { DEFAULT_LONGEST_PREFIX } from "./longest-prefix.js";
-export type { LongestPrefixOptions } from "./longest-prefix.js";
-export type { PrefixIndexStats } from "./prefix-index.js";
+export type {
+  Commitment,
+  PickContext,
+  RoutingStrategy,
+  StrategyEnv,
+  StrategyFactory,
+  StrategyPick,
+  StrategyRanking,
+  StrategyRequest,
+  StrategySpec,
+  StrategyStats,
+} from "./strategies/strategy.js";
+export { DEFAULT_BOUNDED_LOAD, boundedLoad } from "./strategies/bounded-load.js";
+export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
+export { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
+export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
+export type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
 export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter.js";
 export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/routed-fetch.js";

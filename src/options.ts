@@ -5,12 +5,16 @@
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe } from "./internal/validate.js";
 import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing-input.js";
 import type { EjectionPolicy } from "./target-state.js";
-import { type LongestPrefixConfig, type LongestPrefixOptions, resolveLongestPrefixOptions } from "./longest-prefix.js";
-import type { Clock, Decision, Strategy, TargetSpec } from "./types.js";
+import {
+  type LongestPrefixConfig,
+  type LongestPrefixOptions,
+  resolveLongestPrefixOptions,
+} from "./strategies/longest-prefix/options.js";
+import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
+import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
+import type { Clock, Decision, TargetSpec } from "./types.js";
 
-/** All strategies, in the order the benchmark lists them. */
-export const STRATEGIES: readonly Strategy[] = ["random", "least-outstanding", "prefix-aware", "longest-prefix"];
-
+export { DEFAULT_STRATEGY, STRATEGIES };
 
 /** Passive outlier ejection. */
 export interface EjectionOptions {
@@ -35,8 +39,14 @@ export interface EjectionOptions {
 export interface RouterOptions<T extends TargetSpec = TargetSpec> {
   /** The targets. Ids non-empty and unique. May be empty (filled later by `setTargets`): `route` then throws `ERR_NO_TARGETS`. */
   targets: readonly T[];
-  /** @default "prefix-aware" */
-  strategy?: Strategy;
+  /**
+   * How targets are chosen: a built-in strategy's name (`"random"`, `"least-outstanding"`,
+   * `"prefix-aware"`, `"longest-prefix"`; see docs/strategies.md), or your own
+   * {@link RoutingStrategy} object, or a factory `(env) => RoutingStrategy` called once for this
+   * router (for example `boundedLoad("prefix-aware")`).
+   * @default "prefix-aware"
+   */
+  strategy?: StrategySpec<T>;
   /**
    * `"text"` reads the prompt text of OpenAI-style bodies (counted in code points); `"bytes"`
    * reads the canonical JSON bytes (or raw bytes) of any body, as SageMaker's Invoke API does.
@@ -88,7 +98,6 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
   longestPrefix?: LongestPrefixOptions;
 }
 
-export const DEFAULT_STRATEGY: Strategy = "prefix-aware";
 export const DEFAULT_MODE: RoutingMode = "text";
 export const DEFAULT_PREFIX_LENGTH = 4096;
 export const DEFAULT_CONCURRENCY_THRESHOLD = 32;
@@ -101,7 +110,7 @@ export const DEFAULT_EJECTION: Readonly<Required<EjectionOptions>> = Object.free
 
 export interface Config<T extends TargetSpec> {
   targets: readonly T[];
-  strategy: Strategy;
+  strategy: StrategySpec<T>;
   mode: RoutingMode;
   prefixLength: number;
   concurrencyThreshold: number;
@@ -159,7 +168,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
   }
   return {
     targets: o.targets,
-    strategy: checkOneOf("strategy", o.strategy ?? DEFAULT_STRATEGY, STRATEGIES),
+    strategy: checkStrategySpec<T>(o.strategy),
     mode: checkOneOf("mode", o.mode ?? DEFAULT_MODE, ["text", "bytes"] as const),
     prefixLength: checkInteger("prefixLength", o.prefixLength ?? DEFAULT_PREFIX_LENGTH, MIN_PREFIX_LENGTH, MAX_PREFIX_LENGTH),
     concurrencyThreshold: checkInteger("concurrencyThreshold", o.concurrencyThreshold ?? DEFAULT_CONCURRENCY_THRESHOLD, 1, 1024),

@@ -3,7 +3,7 @@
  */
 import type { RoutingMode } from "./routing-input.js";
 import type { LatencySummary } from "./target-state.js";
-import type { PrefixIndexStats } from "./prefix-index.js";
+import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */
 export interface TargetSpec {
@@ -72,7 +72,7 @@ export interface Decision<T extends TargetSpec = TargetSpec> {
   /** Position of the target in the key's ranking (0 = first choice); for load-based picks, 0. */
   rank: number;
   kind: PickKind;
-  strategy: Strategy;
+  strategy: StrategyName;
   tenant: string | undefined;
   model: string | undefined;
   attempt: number;
@@ -163,16 +163,37 @@ export interface Ranking<T extends TargetSpec = TargetSpec> {
   targets: T[];
 }
 
+/**
+ * A request read once by {@link Router.prepare}: validated, its body parsed and its routing input
+ * computed, for several `route` calls (retries on other targets) without reading it again.
+ */
+export interface PreparedRequest {
+  readonly tenant: string | undefined;
+  readonly model: string | undefined;
+  /** Targets eligible for the request in the router's current target set (serving its model, weight > 0). */
+  eligibleCount(): number;
+}
+
+/** A strategy's name: a built-in one, or a custom strategy's `name`. */
+export type StrategyName = Strategy | (string & {});
+
 /** A router. Create one with {@link createRouter}. */
 export interface Router<T extends TargetSpec = TargetSpec> {
-  readonly strategy: Strategy;
+  /** The strategy's name. */
+  readonly strategy: StrategyName;
   readonly mode: RoutingMode;
   readonly prefixLength: number;
   readonly concurrencyThreshold: number;
   /** Picks a target and opens a lease on it. Synchronous; never returns nothing. */
-  route(request: RouteRequest, options?: RouteOptions): Lease<T>;
+  route(request: RouteRequest | PreparedRequest, options?: RouteOptions): Lease<T>;
   /** The key's ranking, without picking or counting anything. For tests and debugging. */
-  rank(request: RouteRequest): Ranking<T>;
+  rank(request: RouteRequest | PreparedRequest): Ranking<T>;
+  /**
+   * Reads a request once — validates it, parses its body, computes its routing input — for
+   * several {@link Router.route} calls: an adapter retrying on the next target passes the
+   * prepared request instead of the request. Throws what `route` would for a bad request.
+   */
+  prepare(request: RouteRequest): PreparedRequest;
   /** Replaces the target set. Counters of ids that stay are kept; open leases still release. */
   setTargets(targets: readonly T[]): void;
   /** The current targets. */

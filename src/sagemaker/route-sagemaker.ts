@@ -157,6 +157,7 @@ function sageMakerRouter(core: Router<SageMakerTarget>): Router<SageMakerTarget>
     concurrencyThreshold: core.concurrencyThreshold,
     route: core.route.bind(core),
     rank: core.rank.bind(core),
+    prepare: core.prepare.bind(core),
     targets: core.targets.bind(core),
     stats: core.stats.bind(core),
     setTargets(targets: readonly SageMakerTarget[]): void {

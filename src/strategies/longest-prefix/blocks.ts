@@ -3,7 +3,7 @@
  * approximation of that target's prefix cache, kept on the client (the llm-d / SGLang-gateway
  * idea, without any feedback from the engine).
  *
- * - A block is identified by its 32-bit chained hash (see `longest-prefix.ts`): the hash of a
+ * - A block is identified by its 32-bit chained hash (see `chain.ts`): the hash of a
  *   block covers every byte before it, so "block i present" stands for "the first i + 1 blocks
  *   were sent here".
  * - Recording a request inserts (or refreshes) its blocks from the last to the first, so the
@@ -12,7 +12,9 @@
  *   prefix-closed in practice, and {@link TargetBlocks.matchLength} finds the longest held prefix
  *   by binary search.
  * - TTL: an entry's value is the time it was last recorded, in units of `ttlMs / 1024`; a lookup
- *   treats older entries as absent and deletes them. Times are read from the router's clock.
+ *   treats older entries as absent (without removing them: lookups are pure reads; an expired
+ *   entry is the least recently used, so it is the next to be evicted, or it is refreshed when
+ *   its block is recorded again). Times are read from the router's clock.
  *
  * Cost: lookup O(log n) map probes per target for a chain of n blocks; recording O(n).
  * Memory: lru-cache preallocates its slot arrays for `capacityBlocks` on the first record, and a
@@ -35,7 +37,7 @@ const TTL_UNITS = 1024;
 
 /** Index statistics, as reported under `router.stats().prefixIndex`. */
 export interface PrefixIndexStats {
-  /** Blocks held over all targets (expired entries count until a lookup or eviction drops them). */
+  /** Blocks held over all targets (expired entries count until eviction drops them). */
   blocks: number;
   /** Capacity per target, in blocks. */
   capacityBlocks: number;
@@ -130,12 +132,7 @@ export class TargetBlocks {
   private holds(lru: LRUCache<number, number>, key: number, now: number): boolean {
     if (this.settings.ttlMs === 0) return lru.has(key);
     const at = lru.peek(key);
-    if (at === undefined) return false;
-    if (now - at > TTL_UNITS) {
-      lru.delete(key);
-      return false;
-    }
-    return true;
+    return at !== undefined && now - at <= TTL_UNITS;
   }
 }
 

@@ -1,7 +1,7 @@
 import v8 from "node:v8";
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
-import { TargetBlocks } from "../src/prefix-index.js";
+import { TargetBlocks } from "../../../src/strategies/longest-prefix/blocks.js";
 
 v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;

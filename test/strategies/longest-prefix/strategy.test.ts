@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import xxhash from "xxhash-wasm";
 import { describe, expect, it } from "vitest";
-import { writeUtf16le } from "../src/longest-prefix.js";
+import { writeUtf16le } from "../../../src/strategies/longest-prefix/chain.js";
 import {
   DEFAULT_LONGEST_PREFIX,
   STRATEGIES,
@@ -13,7 +13,7 @@ import {
   type RouterOptions,
   type TargetSpec,
 } from "prefix-router";
-import { FakeClock } from "./support.js";
+import { FakeClock } from "../../support.js";
 
 // ---------------------------------------------------------------------------------------------
 // helpers

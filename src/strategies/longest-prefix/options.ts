@@ -1,0 +1,103 @@
+/**
+ * Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`), their defaults and
+ * their validation.
+ */
+import { checkBoolean, checkInteger, checkNumber, describe } from "../../internal/validate.js";
+import { resolveBoundedLoad } from "../bounded-load.js";
+
+/** Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`). */
+export interface LongestPrefixOptions {
+  /**
+   * How much of the routing input is read: code points in text mode, bytes in bytes mode. From
+   * 1,024 to 1,048,576. 65,536 characters is about 16,000 tokens — past any system prompt, tool
+   * list or retrieved document; a longer shared prefix still matches its first 65,536.
+   * @default 65536
+   */
+  maxInputLength?: number;
+  /**
+   * Block size: UTF-16 code units (characters) in text mode, bytes in bytes mode. From 64 to
+   * 16,384. 256 characters ≈ 64 tokens = 4 of vLLM's 16-token blocks: fine enough to follow a
+   * conversation turn by turn, coarse enough that a 32 KB prompt is 128 blocks.
+   * @default 256
+   */
+  blockSize?: number;
+  /**
+   * Blocks remembered per target (LRU). From 1 to 16,777,216. Set it to the engine's prefix
+   * cache in tokens × 4 / `blockSize`: the default, 16,384 blocks ≈ 4 M characters ≈ 1 M tokens,
+   * is about one 8 × H100 vLLM instance serving a 70B model. About 52 bytes per block:
+   * 16,384 blocks ≈ 0.85 MB per target.
+   * @default 16384
+   */
+  capacityBlocks?: number;
+  /**
+   * Time after which an index entry no longer counts as cached, ms, read from the router's
+   * clock; refreshed whenever the block is sent again. `0`: entries leave only by LRU eviction.
+   * Set it when engines evict by time or restart often. From 0 to 2^31 − 1.
+   * @default 0
+   */
+  ttlMs?: number;
+  /**
+   * Bounded-load factor c = 1 + ε: a target takes a request only while its recent share of
+   * requests is below c times its weighted fair share. From 1 to 100, or `Infinity` to disable.
+   * @default 1.25
+   */
+  loadFactor?: number;
+  /**
+   * Horizon of the recent share, in picks: counts decay by 1 − 1/`loadWindow` per pick. Longer
+   * tolerates longer bursts on one target (keeps conversations in place); shorter reacts sooner.
+   * From 1 to 1,000,000.
+   * @default 4096
+   */
+  loadWindow?: number;
+  /**
+   * Whether this router is the only one sending requests to its targets. `false` (the default):
+   * other processes may embed a router in front of the same fleet — application replicas,
+   * workers — so a request the index knows little of goes to the first of the two targets its
+   * ranking puts first that is open and within the bounded load (the second, or the third, also
+   * when the first has 4× the queued prefill that one would have): every process computes the
+   * same candidates, from the request alone, and they agree on the first unless it is full,
+   * beyond its bound or swamped.
+   * `true`: this process sees all the fleet's traffic, so it may also use its own view of each
+   * target's queued prefill to place such requests (lower tail latency on bursty traffic, e.g.
+   * −144 ms P90 on the sample trace); with several processes that view differs between them and
+   * the same prefix ends up on several targets (hit rate 97% → 78% with four processes on
+   * long-context).
+   * See docs/longest-prefix.md, "Several router processes".
+   * @default false
+   */
+  exclusive?: boolean;
+}
+
+/** Defaults of {@link LongestPrefixOptions}. */
+export const DEFAULT_LONGEST_PREFIX: Readonly<Required<LongestPrefixOptions>> = Object.freeze({
+  maxInputLength: 65_536,
+  blockSize: 256,
+  capacityBlocks: 16_384,
+  ttlMs: 0,
+  loadFactor: 1.25,
+  loadWindow: 4096,
+  exclusive: false,
+});
+
+/** @internal Validated options. */
+export type LongestPrefixConfig = Readonly<Required<LongestPrefixOptions>>;
+
+/** @internal Validates `RouterOptions.longestPrefix`, naming the option, its range and the value. */
+export function resolveLongestPrefixOptions(options: unknown): LongestPrefixConfig {
+  if (options === undefined) return DEFAULT_LONGEST_PREFIX;
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new TypeError(`Expected \`longestPrefix\` to be an object, got ${describe(options)}`);
+  }
+  const o = options as LongestPrefixOptions;
+  const d = DEFAULT_LONGEST_PREFIX;
+  const { loadFactor, loadWindow } = resolveBoundedLoad("longestPrefix", o);
+  return Object.freeze({
+    maxInputLength: checkInteger("longestPrefix.maxInputLength", o.maxInputLength ?? d.maxInputLength, 1024, 1_048_576),
+    blockSize: checkInteger("longestPrefix.blockSize", o.blockSize ?? d.blockSize, 64, 16_384),
+    capacityBlocks: checkInteger("longestPrefix.capacityBlocks", o.capacityBlocks ?? d.capacityBlocks, 1, 16_777_216),
+    ttlMs: checkNumber("longestPrefix.ttlMs", o.ttlMs ?? d.ttlMs, 0, 2_147_483_647),
+    loadFactor,
+    loadWindow,
+    exclusive: checkBoolean("longestPrefix.exclusive", o.exclusive ?? d.exclusive),
+  });
+}

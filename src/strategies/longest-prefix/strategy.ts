@@ -1,0 +1,338 @@
+/**
+ * The `longest-prefix` strategy: send a request to the target that most recently received the
+ * longest prefix of it, with no prefix length to tune. The full description, with its measured
+ * trade-offs, is docs/longest-prefix.md; the parts live beside this file:
+ *
+ * - `chain.ts`: the request's block chain (chained xxHash of `blockSize` blocks);
+ * - `blocks.ts`: each target's bounded LRU of the blocks it was sent (the index);
+ * - `ranking.ts`: longest match first, then rendezvous hashing on the divergence and anchor keys;
+ * - here, the placement: the ranking walked under the concurrency threshold and the bounded load
+ *   (`../bounded-load.ts`), the rule that lets several router processes agree on a prefix's home,
+ *   and the queued-prefill work signal.
+ *
+ * Several processes (`exclusive: false`, the default): a request the index knows little of (less
+ * than half of it held anywhere, 2M < its blocks, or its longest match a common start held by
+ * several targets) has two candidates computed from the request alone, the first two of its
+ * ranking, and takes the first that is open and within c (strictly when both hold the longest
+ * match) — or the second (else the third) when the first has {@link QUEUE_RATIO}× the queued
+ * prefill that one would have with the request. Only a target below 1/c of its share that lacks
+ * the common start (an instance just added) comes before them.
+ *
+ * Work (`exclusive: true`): a low-match request goes, among the walk's target and the next two of
+ * the ranking that hold as much of it and pass the same load rule, to the one with the least
+ * queued prefill. In both modes the last resort is the least queued prefill per weight.
+ *
+ * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
+ * scores and O(T) scans for a low-match request); commit: O(n) LRU updates and O(T) share counts.
+ */
+import type { RoutingMode } from "../../routing-input.js";
+import type { LeaseOutcome } from "../../types.js";
+import { type LoadBound, ShareTracker } from "../bounded-load.js";
+import { leastLoaded } from "../fallback.js";
+import { leastOutstandingPick } from "../least-outstanding.js";
+import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
+import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
+import { type BlockChain, ChainHasher, type XXHashAPI } from "./chain.js";
+import type { LongestPrefixConfig } from "./options.js";
+import { ChainRanking } from "./ranking.js";
+
+type Ctx = PickContext<{ id: string }>;
+
+/** A low-match request chooses by work among this many of the first targets of the ranking. */
+const WORK_CHOICES = 3;
+/**
+ * With several processes, a request the index knows little of moves from its first candidate to
+ * its second (or third) only when the first has this many times the queued prefill that one
+ * would have.
+ */
+const QUEUE_RATIO = 4;
+
+/** A pick, with what committing it needs. */
+interface LongestPrefixPick extends StrategyPick {
+  readonly key: bigint;
+  /** Blocks of the request the target does not hold: the prefill it queues there. */
+  readonly work: number;
+  /** The eligible, non-ejected weight of the decision (the fair-share denominator). */
+  readonly weight: number;
+}
+
+/** A target's index and the prefill queued on it. */
+class Slot {
+  /**
+   * Uncached blocks of the requests routed here that have not yet produced their first byte: the
+   * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
+   */
+  pending = 0;
+  constructor(readonly blocks: TargetBlocks) {}
+}
+
+/**
+ * The prefill a pick put on its target's queue: the blocks of the request the target did not
+ * hold. It counts in the target's backlog from the pick until the response's first byte or the
+ * lease's release, whichever comes first. A request that fails before its first byte (refused, a
+ * 4xx or 5xx answer) was never prefilled there: the blocks the pick added leave the target's
+ * index again, so the next request with that prefix is not sent after a cache that does not
+ * exist. Approximate like the index: blocks another request sent to the same target meanwhile go
+ * too (that prefix is new again, and rendezvous hashing places it on the same first candidate).
+ */
+class QueuedPrefill implements Commitment {
+  constructor(
+    private readonly slot: Slot,
+    private work: number,
+    /** The chain's full-block keys; the pick added `keys[from..]` to the target's index. */
+    private keys: Int32Array | undefined,
+    private readonly from: number,
+  ) {}
+
+  firstByte(): void {
+    this.slot.pending -= this.work;
+    this.work = 0;
+    this.keys = undefined;
+  }
+
+  release(outcome: LeaseOutcome, sawFirstByte: boolean): void {
+    const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
+    if (failed && !sawFirstByte && this.keys !== undefined) this.slot.blocks.forget(this.keys, this.from);
+    this.firstByte();
+  }
+}
+
+/** The `longest-prefix` strategy of one router. Synchronous and allocation-light; no module-level state. */
+export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain> {
+  readonly name: string = "longest-prefix";
+  private readonly settings: IndexSettings;
+  private readonly shares: ShareTracker;
+  private readonly hasher: ChainHasher;
+  private readonly ranking = new ChainRanking();
+  private slots: Slot[] = [];
+  private indexes: TargetBlocks[] = [];
+  private readonly byId = new Map<string, Slot>();
+
+  constructor(api: XXHashAPI, seed: bigint, mode: RoutingMode, readonly config: LongestPrefixConfig, clock: { now(): number }) {
+    this.settings = { capacityBlocks: config.capacityBlocks, ttlMs: config.ttlMs, clock, originMs: clock.now() };
+    this.shares = new ShareTracker(config.loadWindow);
+    this.hasher = new ChainHasher(api, seed, mode, config);
+  }
+
+  /** Aligns the per-target state with a new target list; ids that left lose their index. */
+  setTargets(targets: readonly { readonly id: string }[]): void {
+    const ids = new Set(targets.map((t) => t.id));
+    for (const id of this.byId.keys()) if (!ids.has(id)) this.byId.delete(id);
+    this.slots = targets.map((t) => {
+      let slot = this.byId.get(t.id);
+      if (slot === undefined) {
+        slot = new Slot(new TargetBlocks(t.id, this.settings));
+        this.byId.set(t.id, slot);
+      }
+      return slot;
+    });
+    this.indexes = this.slots.map((s) => s.blocks);
+    this.shares.setTargets(targets);
+  }
+
+  read(request: StrategyRequest): BlockChain | undefined {
+    return request.body === undefined ? undefined : this.hasher.chain(request.body, request.tenant, request.model);
+  }
+
+  rank(ctx: Ctx, chain: BlockChain | undefined): StrategyRanking {
+    if (chain === undefined) return { order: Array.from(ctx.candidates), key: undefined };
+    const r = this.rankingOf(ctx, chain);
+    return { order: r.positions().map((j) => ctx.candidates[j] as number), key: r.key };
+  }
+
+  pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
+    if (chain === undefined) return leastOutstandingPick(ctx);
+    const p = new Placement(ctx, this.rankingOf(ctx, chain), this.shares.bound(ctx), chain, this.config, this.slots);
+    if (!this.config.exclusive && (2 * p.r.M < p.blocks || p.common)) {
+      const j = p.agreed();
+      if (j !== -1) return p.picked(j);
+    }
+    const j = p.walk(this.config.exclusive);
+    return j === -1 ? p.fallback() : p.picked(j);
+  }
+
+  /**
+   * Records a pick: the chain's blocks go into the target's index, the recent-share counters
+   * advance by one pick, and the request's uncached blocks join the target's queued prefill.
+   */
+  commit(ctx: Ctx, pick: StrategyPick, chain: BlockChain | undefined): Commitment | undefined {
+    if (chain === undefined) return undefined;
+    const { index, work, weight } = pick as LongestPrefixPick;
+    const slot = this.slots[index] as Slot;
+    slot.blocks.record(chain.keys, chain.n, ttlNow(this.settings));
+    this.shares.count(ctx, index, weight);
+    slot.pending += work;
+    // work = the request's blocks (n full + the partial one) − those the target held.
+    const from = chain.n + 1 - work;
+    return new QueuedPrefill(slot, work, from < chain.n ? chain.keys : undefined, from);
+  }
+
+  stats(): StrategyStats {
+    let blocks = 0;
+    let estimatedBytes = 0;
+    const targets: { id: string; blocks: number; queuedBlocks: number }[] = [];
+    for (const slot of this.slots) {
+      blocks += slot.blocks.size;
+      estimatedBytes += slot.blocks.estimatedBytes();
+      targets.push({ id: slot.blocks.id, blocks: slot.blocks.size, queuedBlocks: slot.pending });
+    }
+    return { prefixIndex: { blocks, capacityBlocks: this.config.capacityBlocks, estimatedBytes, targets } };
+  }
+
+  /** @internal The block chain of `bytes[0..length)` from `seedKey`, for known-answer tests. */
+  get chains(): ChainHasher {
+    return this.hasher;
+  }
+
+  private rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
+    return this.ranking.reset(ctx, chain, this.indexes, ttlNow(this.settings));
+  }
+}
+
+/** One decision's placement: the ranking walked under the load rules. Positions j index `ctx.candidates`. */
+class Placement {
+  /** The request's blocks as the index counts them: the full ones and the last (partial) one. */
+  readonly blocks: number;
+  /** The longest match is a common start held by several targets (a system prompt, a tool list). */
+  readonly common: boolean;
+  private readonly c: number;
+
+  constructor(
+    private readonly ctx: Ctx,
+    readonly r: ChainRanking,
+    private readonly bound: LoadBound,
+    chain: BlockChain,
+    config: LongestPrefixConfig,
+    private readonly slots: readonly Slot[],
+  ) {
+    this.blocks = chain.n + 1;
+    this.common = r.group > 1;
+    this.c = config.loadFactor;
+  }
+
+  private target(j: number): number {
+    return this.ctx.candidates[j] as number;
+  }
+
+  /** Uncached blocks queued on target i by this router's requests that have not answered yet. */
+  private backlog(i: number): number {
+    return (this.slots[i] as Slot).pending;
+  }
+
+  /** The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all) that is open and within `factor`, or −1. */
+  private bestIn(scope: number, factor: number): number {
+    const { r, ctx } = this;
+    if (scope !== 0) r.scoreAnchors();
+    let best = -1;
+    for (let j = 0; j < ctx.candidates.length; j++) {
+      if ((scope === 0 && r.match[j] !== r.M) || (scope === 1 && r.match[j] === r.M)) continue;
+      const i = this.target(j);
+      if (!ctx.isOpen(i) || !this.bound.within(i, factor)) continue;
+      if (best === -1 || r.compare(j, best) < 0) best = j;
+    }
+    return best;
+  }
+
+  /** The pick of position j. A target holding the longest match loses nothing: preferred, even when load chose it among several holders. */
+  picked(j: number): LongestPrefixPick {
+    const { r } = this;
+    const rank = r.rankOf(j);
+    const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
+    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - (r.match[j] as number), weight: this.bound.weight };
+  }
+
+  /**
+   * The position every router process agrees on for a request the index knows little of, or −1:
+   * the first of its two candidates that is open and within c — strictly when both hold the
+   * longest match (moving between them costs no cache, so no exemption for a target idle or
+   * below its share of requests in flight, which would let a replicated hot prefix push one
+   * holder past c); the next one when the first has QUEUE_RATIO× the queued prefill that one
+   * would have with this request (a burst of cold prompts, which every process sees in its own
+   * share of the traffic). A common start not yet on every target first goes to a target below
+   * 1/c of its share (an instance just added), so a scale-up still takes new prefixes.
+   */
+  agreed(): number {
+    const { r, c, common } = this;
+    const T = this.ctx.candidates.length;
+    const [first, second, third] = r.top3();
+    if (common && r.group !== T) {
+      const low = this.bestIn(1, 1 / c);
+      if (low !== -1) return low;
+    }
+    const ok = (j: number): boolean => {
+      if (j === -1) return false;
+      const i = this.target(j);
+      return this.ctx.isOpen(i) && (common ? this.bound.strictlyBelow(i, c) : this.bound.within(i, c));
+    };
+    const best = ok(first) ? first : ok(second) ? second : -1;
+    if (best !== first) return best;
+    const queued = this.backlog(this.target(first));
+    for (const next of [second, third]) {
+      if (ok(next) && queued >= QUEUE_RATIO * (this.backlog(this.target(next)) + this.blocks - (r.match[next] as number))) return next;
+    }
+    return first;
+  }
+
+  /**
+   * The load guard's walk: passes of [scope, factor], the first that finds a target wins. Among
+   * holders of a common start the choice costs no cache, so it first goes to one at or below its
+   * fair share; then a target below 1/c of its own (it pays the common start once, so no target
+   * idles while the holders share everything within c); then anyone within c; then anyone open.
+   * `exclusive`: a low-match request then goes to the least-queued of the next choices ({@link lighter}).
+   */
+  walk(exclusive: boolean): number {
+    const { r, c } = this;
+    const T = this.ctx.candidates.length;
+    const fair = c === Number.POSITIVE_INFINITY ? c : Math.min(1, c);
+    const passes: readonly (readonly [number, number])[] = this.common
+      ? [[0, fair], [1, 1 / c], [2, c], [2, Number.POSITIVE_INFINITY]]
+      : [[0, c], [2, c], [2, Number.POSITIVE_INFINITY]];
+    for (const [scope, factor] of passes) {
+      if (scope !== 0 && r.group === T) continue;
+      const best = this.bestIn(scope, factor);
+      if (best === -1) continue;
+      return exclusive && 2 * r.M < this.blocks ? this.lighter(best, factor) : best;
+    }
+    return -1;
+  }
+
+  /**
+   * Among `best` and the next {@link WORK_CHOICES} − 1 positions of the ranking that hold as much
+   * of the request and pass the same load rule, the one with the least queued prefill (ties: `best`).
+   */
+  private lighter(best: number, factor: number): number {
+    const { r, ctx } = this;
+    r.scoreAnchors();
+    const m = r.match[best] as number;
+    let pick = best;
+    let least = this.backlog(this.target(best));
+    let prev = -1;
+    for (let k = 1; k < WORK_CHOICES; k++) {
+      let alt = -1;
+      for (let j = 0; j < ctx.candidates.length; j++) {
+        if (j === best || r.match[j] !== m || (prev !== -1 && r.compare(j, prev) <= 0)) continue;
+        const i = this.target(j);
+        if (!ctx.isOpen(i) || !this.bound.within(i, factor)) continue;
+        if (alt === -1 || r.compare(j, alt) < 0) alt = j;
+      }
+      if (alt === -1) break;
+      prev = alt;
+      const work = this.backlog(this.target(alt));
+      if (work < least) {
+        pick = alt;
+        least = work;
+      }
+    }
+    return pick;
+  }
+
+  /** Everything is full, ejected or excluded: the least queued prefill per weight (queued blocks plus the request's uncached blocks there). */
+  fallback(): LongestPrefixPick {
+    const { r, ctx } = this;
+    const positions = r.positions();
+    const order = positions.map((j) => this.target(j));
+    const uncached = (k: number) => this.blocks - (r.match[positions[k] as number] as number);
+    const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
+    return { ...p, key: r.key, work: uncached(p.rank), weight: this.bound.weight };
+  }
+}
