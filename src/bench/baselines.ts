@@ -27,7 +27,7 @@
 import { createHash } from "node:crypto";
 import xxhash from "xxhash-wasm";
 import { canonicalize, routingInput } from "../index.js";
-import { EventHeap } from "../internal/event-heap.js";
+import { EventHeap } from "../sim/event-heap.js";
 import type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
 import type { BenchRequest } from "./workloads.js";
 

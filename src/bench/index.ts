@@ -60,7 +60,7 @@ export { BENCH_USAGE, runBenchCommand } from "./cli.js";
 export type { BenchCliIo } from "./cli.js";
 export { parseBenchArgs, parseDuration, parseScaleEvent, parseSeeds, parseTokenCount } from "./options.js";
 export type { BenchArgs } from "./options.js";
-export { Rng, Zipf, mix32 } from "../random.js";
+export { Rng, Zipf, mix32 } from "../sim/random.js";
 export { TextSource, syntheticText } from "./text.js";
 export { BenchError, isBenchError } from "./errors.js";
 export type { BenchErrorCode } from "./errors.js";

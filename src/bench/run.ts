@@ -17,7 +17,7 @@ import { IdealCache, RunRecorder } from "./metrics.js";
 import type { AppliedScaleEvent, RunMetrics, ScaleEventResult } from "./metrics.js";
 import { BENCH_STRATEGIES, policyByName } from "./policies.js";
 import type { Policy, PolicyFactory } from "./policies.js";
-import { Rng, mix32 } from "../random.js";
+import { Rng, mix32 } from "../sim/random.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 import type { BenchRequest, Workload, WorkloadName } from "./workloads.js";
 

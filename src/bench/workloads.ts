@@ -10,8 +10,8 @@
  *
  * Why each default is what it is: see `docs/bench.md` and the TSDoc of each parameter.
  */
-import { EventHeap } from "../internal/event-heap.js";
-import { Rng, Zipf, mix32 } from "../random.js";
+import { EventHeap } from "../sim/event-heap.js";
+import { Rng, Zipf, mix32 } from "../sim/random.js";
 import { TextSource } from "./text.js";
 
 /** One chat message of an OpenAI chat-completions body. */

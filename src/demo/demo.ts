@@ -22,7 +22,7 @@ import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../interna
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
-import { createRandom } from "../fleet/random.js";
+import { createRandom } from "../sim/random.js";
 import { startFleet } from "../fleet/live.js";
 import { newHistogram, summarize } from "../target-state.js";
 
