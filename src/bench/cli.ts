@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { BenchError, isBenchError } from "./errors.js";
 import { parseBenchArgs } from "./options.js";
 import { importOptional, renderHtmlReport } from "./report.js";
-import { BENCH_STRATEGIES } from "./policies.js";
+import { BENCH_STRATEGIES } from "./registry.js";
 import { runBenchmark } from "./run.js";
 import type { BenchOptions, BenchProgress } from "./run.js";
 import { formatReport } from "./table.js";

@@ -39,7 +39,8 @@ export type {
 } from "./workloads.js";
 export { MOONCAKE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from "./trace.js";
 export type { TraceParseOptions, TraceRecord, TraceWorkloadOptions } from "./trace.js";
-export { BENCH_STRATEGIES, ROUTER_STRATEGIES, policyByName, routerPolicy } from "./policies.js";
+export { ROUTER_STRATEGIES, routerPolicy } from "./policies.js";
+export { BENCH_STRATEGIES, policyByName } from "./registry.js";
 export { KUBEAI_DEFAULTS, LITELLM_PREFIX_CHARS, PEER_BASELINES, SGLANG_DEFAULTS, kubeaiPrefixHash, litellmAffinity, sglangCacheAware } from "./baselines.js";
 export type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
 export { IdealCache, RECOVERY_TOLERANCE, RunRecorder, analyzeScaleEvent } from "./metrics.js";

@@ -15,7 +15,7 @@ import type { EngineConfig, VirtualResult } from "../fleet/index.js";
 import { BenchError } from "./errors.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
 import type { AppliedScaleEvent, RunMetrics, ScaleEventResult } from "./metrics.js";
-import { BENCH_STRATEGIES, policyByName } from "./policies.js";
+import { BENCH_STRATEGIES, policyByName } from "./registry.js";
 import type { Policy, PolicyFactory } from "./policies.js";
 import { Rng, mix32 } from "../sim/random.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";

@@ -18,7 +18,7 @@ import { STRATEGIES } from "../options.js";
 import { createRouter } from "../router.js";
 import type { Strategy } from "../types.js";
 import type { RouterOptions } from "../options.js";
-import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
+import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../bench/variants.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
