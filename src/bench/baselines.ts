@@ -29,7 +29,7 @@ import xxhash from "xxhash-wasm";
 import { canonicalize, routingInput } from "../index.js";
 import { EventHeap } from "../sim/event-heap.js";
 import type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
-import type { BenchRequest } from "./workloads.js";
+import type { BenchRequest } from "./workload.js";
 
 /** In-flight counts per target id, with the release bookkeeping every baseline needs. */
 class Loads {

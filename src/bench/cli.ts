@@ -13,7 +13,8 @@ import type { BenchOptions, BenchProgress } from "./run.js";
 import { formatReport } from "./table.js";
 import { loadTrace, traceWorkload } from "./trace.js";
 import { WORKLOAD_NAMES } from "./workloads.js";
-import type { Workload, WorkloadName } from "./workloads.js";
+import type { WorkloadName } from "./workloads.js";
+import type { Workload } from "./workload.js";
 
 /** Output of the command: line writers for stdout and stderr. */
 export interface BenchCliIo {

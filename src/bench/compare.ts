@@ -2,7 +2,7 @@
  * Comparisons of result rows against the random baseline of the same scenario, and the goals of
  * issue 6 checked on them. Pure functions of the rows.
  */
-import type { BenchRow } from "./run.js";
+import type { BenchRow } from "./simulate.js";
 
 /** A row compared with the `random` row of the same scenario. */
 export interface Comparison {

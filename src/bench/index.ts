@@ -5,38 +5,16 @@
  * shares and the router's own decision rate. See docs/bench.md.
  */
 export { runBenchmark } from "./run.js";
-export type { BenchOptions, BenchProgress, BenchRow, ScaleEvent, WallClock } from "./run.js";
-export {
-  AGENT_DEFAULTS,
-  BENCH_MODEL,
-  DECODE_MS_PER_TOKEN_ESTIMATE,
-  HOT_PREFIX_DEFAULTS,
-  LONG_CONTEXT_DEFAULTS,
-  RAG_DEFAULTS,
-  SHAREGPT_DEFAULTS,
-  WORKLOAD_NAMES,
-  agentWorkload,
-  builtinWorkload,
-  hotPrefixWorkload,
-  longContextWorkload,
-  ragWorkload,
-  sharegptWorkload,
-} from "./workloads.js";
-export type {
-  AgentParams,
-  BenchRequest,
-  ChatBody,
-  ChatMessage,
-  ChatTool,
-  ChatToolCall,
-  HotPrefixParams,
-  LongContextParams,
-  RagParams,
-  SharegptParams,
-  Workload,
-  WorkloadName,
-  WorkloadSettings,
-} from "./workloads.js";
+export type { BenchOptions, BenchProgress } from "./run.js";
+export type { BenchRow, ScaleEvent, WallClock } from "./simulate.js";
+export { BENCH_MODEL, DECODE_MS_PER_TOKEN_ESTIMATE } from "./workload.js";
+export type { BenchRequest, ChatBody, ChatMessage, ChatTool, ChatToolCall, Workload, WorkloadSettings } from "./workload.js";
+export { HOT_PREFIX_DEFAULTS, LONG_CONTEXT_DEFAULTS, RAG_DEFAULTS, hotPrefixWorkload, longContextWorkload, ragWorkload } from "./workloads-single-turn.js";
+export type { HotPrefixParams, LongContextParams, RagParams } from "./workloads-single-turn.js";
+export { AGENT_DEFAULTS, SHAREGPT_DEFAULTS, agentWorkload, sharegptWorkload } from "./workloads-sessions.js";
+export type { AgentParams, SharegptParams } from "./workloads-sessions.js";
+export { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
+export type { WorkloadName } from "./workloads.js";
 export { MOONCAKE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from "./trace.js";
 export type { TraceParseOptions, TraceRecord, TraceWorkloadOptions } from "./trace.js";
 export { ROUTER_STRATEGIES, routerPolicy } from "./policies.js";

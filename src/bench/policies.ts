@@ -11,7 +11,7 @@
 import { STRATEGIES, createRouter } from "../index.js";
 import type { Strategy } from "../index.js";
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
-import type { BenchRequest } from "./workloads.js";
+import type { BenchRequest } from "./workload.js";
 
 /** One routing decision of a {@link Policy}. */
 export interface PolicyDecision {

@@ -9,7 +9,7 @@
  */
 import { BenchError } from "./errors.js";
 import { checkGoals, compareToRandom, scenarioKey } from "./compare.js";
-import type { BenchRow } from "./run.js";
+import type { BenchRow } from "./simulate.js";
 import { formatDuration } from "./table.js";
 
 /** A vega-lite specification (kept structural so the types do not require vega-lite). */

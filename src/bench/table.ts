@@ -3,7 +3,7 @@
  * checks and the scale events. Pure string formatting, no dependencies.
  */
 import { type Estimate, checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
-import type { BenchRow } from "./run.js";
+import type { BenchRow } from "./simulate.js";
 
 type Align = "l" | "r";
 
