@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const SAMPLE = fileURLToPath(new URL("./fixtures/mooncake_synthetic.jsonl", import.meta.url));
+const SAMPLE = fileURLToPath(new URL("../fixtures/mooncake_synthetic.jsonl", import.meta.url));
 
 function capture() {
   const out: string[] = [];
