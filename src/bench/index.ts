@@ -30,9 +30,9 @@ export type {
   RunRecorderOptions,
   ScaleEventResult,
 } from "./metrics.js";
-export { checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, estimate, scenarioKey, summarizeSeeds } from "./compare.js";
-export type { Comparison, Estimate, GoalCheck, LongestPrefixGoal, PairedComparison, SeedSummary, Verdict } from "./compare.js";
-export { formatComparison, formatDuration, formatGoals, formatLongestPrefixGoals, formatPaired, formatReport, formatScaleEvents, formatSeedSummary, formatTable } from "./table.js";
+export { compareAcrossSeeds, compareToRandom, estimate, scenarioKey, summarizeSeeds } from "./compare.js";
+export type { Comparison, Estimate, PairedComparison, SeedSummary, Verdict } from "./compare.js";
+export { formatComparison, formatDuration, formatPaired, formatReport, formatScaleEvents, formatSeedSummary, formatTable } from "./table.js";
 export { hitRateSpec, loadSvgRenderer, renderHtmlReport, seriesLabel, shareSpec, ttftCdfSpec } from "./report.js";
 export type { ChartSpec, SvgRenderer } from "./report.js";
 export { BENCH_USAGE, runBenchCommand } from "./cli.js";

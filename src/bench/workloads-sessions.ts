@@ -49,9 +49,9 @@ export const SHAREGPT_DEFAULTS: Readonly<SharegptParams> = {
 };
 
 /**
- * `sharegpt`: the seed's second benchmark. Short, variable-length multi-turn conversations with
- * no shared system prompt; each turn resends the whole history, so sharing is only within a
- * conversation.
+ * `sharegpt`: the second workload of AWS's published benchmark (ShareGPT-like). Short,
+ * variable-length multi-turn conversations with no shared system prompt; each turn resends the
+ * whole history, so sharing is only within a conversation.
  */
 export function sharegptWorkload(params: Partial<SharegptParams> = {}): Workload {
   const p: SharegptParams = { ...SHAREGPT_DEFAULTS, ...params };

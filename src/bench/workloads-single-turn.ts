@@ -39,8 +39,9 @@ export const LONG_CONTEXT_DEFAULTS: Readonly<LongContextParams> = {
 };
 
 /**
- * `long-context`: the seed's benchmark. Many 8,000-token documents, each request one document
- * (Zipf-popular) followed by a short question, Poisson arrivals, one simulated hour.
+ * `long-context`: AWS's published long-context benchmark. Many 8,000-token documents, each
+ * request one document (Zipf-popular) followed by a short question, Poisson arrivals, one
+ * simulated hour.
  */
 export function longContextWorkload(params: Partial<LongContextParams> = {}): Workload {
   const p: LongContextParams = { ...LONG_CONTEXT_DEFAULTS, ...params };
