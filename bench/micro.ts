@@ -20,7 +20,7 @@
  */
 import { Bench } from "tinybench";
 import { STRATEGIES, createRouter, type RouterOptions, type RoutingMode, type Strategy, type TargetSpec } from "prefix-router";
-import { Rng } from "../src/random.js";
+import { Rng } from "../src/sim/random.js";
 
 // ---------------------------------------------------------------------------------------------
 // configuration

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput } from "prefix-router";
 import { canonicalPrefix } from "../src/canonical-json.js";
 import { codeOf } from "./support.js";
-import { Rng } from "../src/random.js";
+import { Rng } from "../src/sim/random.js";
 
 /** A seeded PRNG (the package's sfc32), so generated data is reproducible from its seed. */
 function prng(seed: number): () => number {

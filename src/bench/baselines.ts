@@ -1,6 +1,6 @@
 /**
- * Peer baselines: models of the routing algorithms other systems publish (the brief's peer
- * table), written against the benchmark's {@link Policy} interface so that they replay exactly
+ * Peer baselines: models of the routing algorithms other systems publish (LiteLLM, KubeAI,
+ * SGLang), written against the benchmark's {@link Policy} interface so that they replay exactly
  * the same request sequences as prefix-router's strategies. They are *models* of the published
  * algorithms with their published defaults, not the systems themselves: no network hops, no
  * tokenizer of their own (the fleet's ≈4 characters per token), every router replica in one
@@ -27,9 +27,9 @@
 import { createHash } from "node:crypto";
 import xxhash from "xxhash-wasm";
 import { canonicalize, routingInput } from "../index.js";
-import { EventHeap } from "../internal/event-heap.js";
+import { EventHeap } from "../sim/event-heap.js";
 import type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";
-import type { BenchRequest } from "./workloads.js";
+import type { BenchRequest } from "./workload.js";
 
 /** In-flight counts per target id, with the release bookkeeping every baseline needs. */
 class Loads {
@@ -164,11 +164,12 @@ export const kubeaiPrefixHash: PolicyFactory = {
 // SGLang cache_aware
 
 /**
- * SGLang cache-aware router defaults: match threshold 0.5 and balance thresholds 32 / 1.1 as the
- * issue and the brief give them, eviction every 30 s (the brief); the tree holds up to 2^24
- * characters per worker, sglang-router's `max_tree_size` default. (The brief's "max tree 10k"
- * would trim each worker to 10,000 characters — about 2,500 tokens — and turn the model into
- * least-loaded routing on any long-context workload, which is not what SGLang does.)
+ * SGLang cache-aware router defaults: match threshold 0.5 and balance thresholds 32 / 1.1,
+ * eviction every 30 s (SGLang's published defaults); the tree holds up to 2^24 characters per
+ * worker, sglang-router's `max_tree_size` default. (A "max tree" of 10k, as some summaries of
+ * SGLang quote it, would trim each worker to 10,000 characters — about 2,500 tokens — and turn
+ * the model into least-loaded routing on any long-context workload, which is not what SGLang
+ * does.)
  */
 export const SGLANG_DEFAULTS = Object.freeze({
   cacheThreshold: 0.5,

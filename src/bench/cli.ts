@@ -7,13 +7,14 @@ import { writeFile } from "node:fs/promises";
 import { BenchError, isBenchError } from "./errors.js";
 import { parseBenchArgs } from "./options.js";
 import { importOptional, renderHtmlReport } from "./report.js";
-import { BENCH_STRATEGIES } from "./policies.js";
+import { BENCH_STRATEGIES } from "./registry.js";
 import { runBenchmark } from "./run.js";
 import type { BenchOptions, BenchProgress } from "./run.js";
 import { formatReport } from "./table.js";
 import { loadTrace, traceWorkload } from "./trace.js";
 import { WORKLOAD_NAMES } from "./workloads.js";
-import type { Workload, WorkloadName } from "./workloads.js";
+import type { WorkloadName } from "./workloads.js";
+import type { Workload } from "./workload.js";
 
 /** Output of the command: line writers for stdout and stderr. */
 export interface BenchCliIo {

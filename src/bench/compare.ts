@@ -1,8 +1,9 @@
 /**
- * Comparisons of result rows against the random baseline of the same scenario, and the goals of
- * issue 6 checked on them. Pure functions of the rows.
+ * Comparisons of result rows: each row against the random row of the same scenario, and every
+ * configuration across seeds (means with 95% intervals, differences paired by seed). Pure
+ * functions of the rows.
  */
-import type { BenchRow } from "./run.js";
+import type { BenchRow } from "./simulate.js";
 
 /** A row compared with the `random` row of the same scenario. */
 export interface Comparison {
@@ -47,67 +48,6 @@ export function compareToRandom(rows: readonly BenchRow[]): Comparison[] {
   return out;
 }
 
-/** One goal of issue 6, checked on one prefix-aware row. */
-export interface GoalCheck {
-  readonly row: BenchRow;
-  /** What is checked, e.g. "P50 TTFT vs random ≤ −80%". */
-  readonly goal: string;
-  /** Measured value, formatted. */
-  readonly measured: string;
-  readonly met: boolean;
-  /** By how much the goal is missed, formatted ("" when met). */
-  readonly shortfall: string;
-}
-
-/**
- * The goals of issue 6 on every `prefix-aware` row of the `long-context` and `sharegpt`
- * workloads that has a random baseline:
- * - long-context: P50 ≤ −80%, P90 ≤ −40%, token hit rate ≥ 95% of ideal, every share in
- *   [13.3%, 15.4%];
- * - sharegpt: P50 ≤ −16%, P90 ≤ −37%.
- */
-export function checkGoals(rows: readonly BenchRow[]): GoalCheck[] {
-  const checks: GoalCheck[] = [];
-  const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
-  const pts = (v: number) => `${(100 * v).toFixed(1)} points`;
-  for (const c of compareToRandom(rows)) {
-    const r = c.row;
-    if (r.strategy !== "prefix-aware") continue;
-    const change = (goal: string, value: number, limit: number) =>
-      checks.push({
-        row: r,
-        goal,
-        measured: pct(value),
-        met: value <= limit,
-        shortfall: value <= limit ? "" : pts(value - limit),
-      });
-    if (r.workload === "long-context") {
-      change("P50 TTFT vs random ≤ −80%", c.ttftP50Change, -0.8);
-      change("P90 TTFT vs random ≤ −40%", c.ttftP90Change, -0.4);
-      checks.push({
-        row: r,
-        goal: "token hit rate ≥ 95% of ideal",
-        measured: pct(c.hitRateOfIdeal),
-        met: c.hitRateOfIdeal >= 0.95,
-        shortfall: c.hitRateOfIdeal >= 0.95 ? "" : pts(0.95 - c.hitRateOfIdeal),
-      });
-      const low = Math.max(0, 0.133 - r.minShare);
-      const high = Math.max(0, r.maxShare - 0.154);
-      checks.push({
-        row: r,
-        goal: "every instance share in 13.3%–15.4%",
-        measured: `${pct(r.minShare)}–${pct(r.maxShare)}`,
-        met: low === 0 && high === 0,
-        shortfall: low === 0 && high === 0 ? "" : [low > 0 ? `min ${pts(low)} low` : "", high > 0 ? `max ${pts(high)} high` : ""].filter(Boolean).join(", "),
-      });
-    } else if (r.workload === "sharegpt") {
-      change("P50 TTFT vs random ≤ −16%", c.ttftP50Change, -0.16);
-      change("P90 TTFT vs random ≤ −37%", c.ttftP90Change, -0.37);
-    }
-  }
-  return checks;
-}
-
 function change(value: number, base: number): number {
   return base === 0 ? 0 : value / base - 1;
 }
@@ -141,12 +81,12 @@ export function estimate(values: readonly number[]): Estimate {
 }
 
 /** Key of a row's policy configuration on its scenario, without the seed. */
-function configKey(r: BenchRow): string {
+export function configKey(r: BenchRow): string {
   return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1, r.strategy, r.prefixLength, r.concurrencyThreshold]);
 }
 
 /** Key of a row's scenario without the seed. */
-function scenarioKeyWithoutSeed(r: BenchRow): string {
+export function scenarioKeyWithoutSeed(r: BenchRow): string {
   return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1]);
 }
 
@@ -245,65 +185,4 @@ function verdict(e: Estimate): Verdict {
   if (e.mean + e.halfWidth < 0) return "lower";
   if (e.mean - e.halfWidth > 0) return "higher";
   return "tie";
-}
-
-/** One goal of issue 7, checked on one scenario over its seeds. */
-export interface LongestPrefixGoal {
-  /** The `longest-prefix` row of the scenario's first seed. */
-  readonly row: BenchRow;
-  /** What is checked, e.g. "P50 ≤ best prefix-aware (4096)". */
-  readonly goal: string;
-  /** Measured difference or value, formatted. */
-  readonly measured: string;
-  readonly met: boolean;
-}
-
-/**
- * The goals of issue 7 on every scenario that ran `longest-prefix` and `prefix-aware`:
- *
- * - against the best `prefix-aware` row — the prefix length with the lowest mean P50 TTFT, the
- *   one a user tuning `prefixLength` for latency would keep — P50 and token hit rate no worse:
- *   the paired 95% interval of the difference does not lie on the wrong side of 0;
- * - against every `peer:*` row, P50 lower: the interval lies below 0 (a tie is not a win);
- * - every instance's share of requests at most 1.25 × the mean, in every seed.
- *
- * With one seed the intervals do not exist and every paired verdict is a tie.
- */
-export function checkLongestPrefixGoals(rows: readonly BenchRow[]): LongestPrefixGoal[] {
-  const reference = "longest-prefix";
-  const goals: LongestPrefixGoal[] = [];
-  const paired = compareAcrossSeeds(rows, reference);
-  const summaries = summarizeSeeds(rows);
-  const ms = (e: Estimate) => `${e.mean > 0 ? "+" : ""}${e.mean.toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${e.halfWidth.toFixed(3)}`} ms`;
-  const pts = (e: Estimate) =>
-    `${e.mean > 0 ? "+" : ""}${(100 * e.mean).toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${(100 * e.halfWidth).toFixed(3)}`} pts`;
-  const done = new Set<string>();
-  for (const lp of summaries.filter((s) => s.row.strategy === reference)) {
-    const scenario = scenarioKeyWithoutSeed(lp.row);
-    // The reference configuration of the scenario is its first one (see compareAcrossSeeds).
-    if (done.has(scenario)) continue;
-    done.add(scenario);
-    const mine = paired.filter((c) => scenarioKeyWithoutSeed(c.row) === scenario && c.row.strategy !== reference);
-    const pa = summaries
-      .filter((s) => s.row.strategy === "prefix-aware" && scenarioKeyWithoutSeed(s.row) === scenario)
-      .sort((a, b) => a.ttftP50Ms.mean - b.ttftP50Ms.mean)[0];
-    if (pa === undefined) continue;
-    const best = mine.find((c) => configKey(c.row) === configKey(pa.row));
-    if (best !== undefined) {
-      const label = `${pa.row.prefixLength}`;
-      goals.push({ row: lp.row, goal: `P50 ≤ best prefix-aware (${label})`, measured: ms(best.ttftP50DiffMs), met: best.ttftP50 !== "higher" });
-      goals.push({ row: lp.row, goal: `hit rate ≥ best prefix-aware (${label})`, measured: pts(best.tokenHitRateDiff), met: best.tokenHitRate !== "lower" });
-    }
-    for (const peer of mine.filter((c) => c.row.strategy.startsWith("peer:"))) {
-      goals.push({ row: lp.row, goal: `P50 < ${peer.row.strategy}`, measured: ms(peer.ttftP50DiffMs), met: peer.ttftP50 === "lower" });
-    }
-    const limit = 1.25 / lp.row.instances;
-    goals.push({
-      row: lp.row,
-      goal: "max share ≤ 1.25 × mean",
-      measured: `${(lp.maxShare * lp.row.instances).toFixed(2)} × mean`,
-      met: lp.maxShare <= limit + 1e-12,
-    });
-  }
-  return goals;
 }

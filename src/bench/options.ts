@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { BenchError } from "./errors.js";
-import type { ScaleEvent } from "./run.js";
+import type { ScaleEvent } from "./simulate.js";
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 

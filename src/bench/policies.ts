@@ -2,17 +2,16 @@
  * Routing policies the benchmark compares. A {@link Policy} routes one request to a target id
  * and hands back a release function: prefix-router's own strategies plug in through
  * {@link routerPolicy}, and peer baselines (a hard-pinning LiteLLM-style router, KubeAI's
- * bounded-load consistent hashing, SGLang's cache-aware tree) can implement the same interface
- * without touching the simulation loop.
+ * bounded-load consistent hashing, SGLang's cache-aware tree, in baselines.ts) implement the same
+ * interface without touching the simulation loop. registry.ts finds them all by name.
  *
  * Policies must be deterministic given their {@link PolicyContext}: randomness only from
  * `context.random`, time only from `context.clock`.
  */
 import { STRATEGIES, createRouter } from "../index.js";
 import type { Strategy } from "../index.js";
-import { STRATEGY_VARIANTS, type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
-import { PEER_BASELINES } from "./baselines.js";
-import type { BenchRequest } from "./workloads.js";
+import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
+import type { BenchRequest } from "./workload.js";
 
 /** One routing decision of a {@link Policy}. */
 export interface PolicyDecision {
@@ -132,18 +131,3 @@ export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;
  * for a router that sees all of its fleet's traffic).
  */
 export const ROUTER_VARIANTS: readonly PolicyFactory[] = VARIANT_NAMES.map((name) => routerPolicy(name));
-
-/**
- * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
- * then the peer baselines (`peer:*`, see baselines.ts).
- */
-export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VARIANTS.map((p) => p.name), ...PEER_BASELINES.map((p) => p.name)];
-
-/**
- * The policy named `name`: one of prefix-router's strategies or a peer baseline (`peer:*`).
- * @returns `undefined` for an unknown name
- */
-export function policyByName(name: string): PolicyFactory | undefined {
-  if ((STRATEGIES as readonly string[]).includes(name) || name in STRATEGY_VARIANTS) return routerPolicy(name as Strategy | StrategyVariant);
-  return PEER_BASELINES.find((p) => p.name === name);
-}

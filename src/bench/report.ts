@@ -8,8 +8,9 @@
  * simulation never needs them.
  */
 import { BenchError } from "./errors.js";
-import { checkGoals, compareToRandom, scenarioKey } from "./compare.js";
-import type { BenchRow } from "./run.js";
+import { compareToRandom, scenarioKey } from "./compare.js";
+import { PUBLISHED_GAINS_TITLE, checkPublishedGains } from "./goals.js";
+import type { BenchRow } from "./simulate.js";
 import { formatDuration } from "./table.js";
 
 /** A vega-lite specification (kept structural so the types do not require vega-lite). */
@@ -215,11 +216,11 @@ export async function renderHtmlReport(rows: readonly BenchRow[], render?: SvgRe
         .join("\n")}</div></section>`,
     );
   }
-  const goals = checkGoals(rows);
+  const goals = checkPublishedGains(rows);
   const goalTable =
     goals.length === 0
       ? ""
-      : `<section><h2>Goals of issue 6</h2>${htmlTable(
+      : `<section><h2>${escapeHtml(PUBLISHED_GAINS_TITLE)}</h2>${htmlTable(
           ["workload", "strategy", "goal", "measured", "result"],
           goals.map((c) => [c.row.workload, seriesLabel(c.row), c.goal, c.measured, c.met ? "met" : `missed by ${c.shortfall}`]),
         )}</section>`;

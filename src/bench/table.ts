@@ -1,9 +1,11 @@
 /**
- * Plain-text output of the benchmark: the result table, the comparison with random, the goal
- * checks and the scale events. Pure string formatting, no dependencies.
+ * Plain-text output of the benchmark: the result table, the comparison with random, the scale
+ * events, the means across seeds and the checks of goals.ts. Pure string formatting, no
+ * dependencies.
  */
-import { type Estimate, checkGoals, checkLongestPrefixGoals, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
-import type { BenchRow } from "./run.js";
+import { type Estimate, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
+import { LONGEST_PREFIX_CHECKS_TITLE, PUBLISHED_GAINS_TITLE, checkLongestPrefix, checkPublishedGains } from "./goals.js";
+import type { BenchRow } from "./simulate.js";
 
 type Align = "l" | "r";
 
@@ -87,9 +89,12 @@ export function formatComparison(rows: readonly BenchRow[]): string {
   return grid(header, align, body);
 }
 
-/** The issue-6 goals on the prefix-aware rows of long-context and sharegpt. Empty when none apply. */
-export function formatGoals(rows: readonly BenchRow[]): string {
-  const checks = checkGoals(rows);
+/**
+ * `prefix-aware` vs random against AWS's published gains, on the prefix-aware rows of
+ * long-context and sharegpt (see `checkPublishedGains`). Empty when none apply.
+ */
+export function formatPublishedGains(rows: readonly BenchRow[]): string {
+  const checks = checkPublishedGains(rows);
   if (checks.length === 0) return "";
   const header = ["workload", "prefix", "thr", "goal", "measured", "result"];
   const align: Align[] = ["l", "r", "r", "l", "r", "l"];
@@ -183,9 +188,12 @@ export function formatPaired(rows: readonly BenchRow[], reference: string): stri
   return grid(header, ["l", "l", "r", "r", "r", "r", "l", "r", "l"], body);
 }
 
-/** The issue-7 goals of `longest-prefix`, per scenario. Empty without longest-prefix and prefix-aware rows. */
-export function formatLongestPrefixGoals(rows: readonly BenchRow[]): string {
-  const goals = checkLongestPrefixGoals(rows);
+/**
+ * `longest-prefix` vs the other strategies, per scenario (see `checkLongestPrefix`). Empty
+ * without longest-prefix and prefix-aware rows.
+ */
+export function formatLongestPrefixChecks(rows: readonly BenchRow[]): string {
+  const goals = checkLongestPrefix(rows);
   if (goals.length === 0) return "";
   const body = goals.map((g) => [g.row.workload, g.goal, g.measured, g.met ? "met" : "MISSED"]);
   return grid(["workload", "goal (longest-prefix)", "measured (longest-prefix − row)", "result"], ["l", "l", "r", "l"], body);
@@ -206,9 +214,9 @@ export function formatReport(rows: readonly BenchRow[]): string {
       `${PAIRED_REFERENCE} against each row, paired by seed (Δ = ${PAIRED_REFERENCE} − row; "lower"/"higher": ${PAIRED_REFERENCE}'s value, when the 95% interval excludes 0):\n${paired}`,
     );
   }
-  const goals = formatGoals(rows);
-  if (goals) sections.push(`Goals of issue 6:\n${goals}`);
-  const lpGoals = formatLongestPrefixGoals(rows);
-  if (lpGoals) sections.push(`Goals of issue 7 (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpGoals}`);
+  const gains = formatPublishedGains(rows);
+  if (gains) sections.push(`${PUBLISHED_GAINS_TITLE}:\n${gains}`);
+  const lpChecks = formatLongestPrefixChecks(rows);
+  if (lpChecks) sections.push(`${LONGEST_PREFIX_CHECKS_TITLE} (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpChecks}`);
   return `${sections.join("\n\n")}\n`;
 }

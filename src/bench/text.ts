@@ -13,7 +13,7 @@
  */
 import { LRUCache } from "lru-cache";
 import { CHARS_PER_TOKEN } from "../fleet/index.js";
-import { Rng, mix32 } from "../random.js";
+import { Rng, mix32 } from "../sim/random.js";
 
 export { CHARS_PER_TOKEN };
 

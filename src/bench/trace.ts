@@ -15,7 +15,7 @@
 import { readFile } from "node:fs/promises";
 import { BenchError } from "./errors.js";
 import { CHARS_PER_TOKEN, TextSource } from "./text.js";
-import { BENCH_MODEL, type Workload } from "./workloads.js";
+import { BENCH_MODEL, type Workload } from "./workload.js";
 
 /** Tokens per `hash_ids` block in the Mooncake format. */
 export const MOONCAKE_BLOCK_TOKENS = 512;

@@ -18,11 +18,11 @@ import { STRATEGIES } from "../options.js";
 import { createRouter } from "../router.js";
 import type { Strategy } from "../types.js";
 import type { RouterOptions } from "../options.js";
-import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../internal/variants.js";
+import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "../bench/variants.js";
 import { getRouter } from "../adapter.js";
 import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/routed-fetch.js";
-import { createRandom } from "../fleet/random.js";
+import { createRandom } from "../sim/random.js";
 import { startFleet } from "../fleet/live.js";
 import { newHistogram, summarize } from "../target-state.js";
 

@@ -1,7 +1,7 @@
 /**
  * Parameters of one emulated vLLM instance and their calibration.
  *
- * Reference setup (the brief): Llama 3.1 70B Instruct in BF16, vLLM with prefix caching, one
+ * Reference setup (AWS's published SageMaker benchmark): Llama 3.1 70B Instruct in BF16, vLLM with prefix caching, one
  * ml.p5.48xlarge (8 × H100 80 GB, tensor parallel 8) per instance. AWS measured a model TTFT of
  * 63–280 ms in that setup; the defaults reproduce both ends at light load:
  *

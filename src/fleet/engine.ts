@@ -25,7 +25,7 @@ import { decodeTokenMs, prefillChunkMs } from "./cost-model.js";
 import { FleetError } from "./errors.js";
 import { Histogram, TTFT_BUCKETS_SECONDS } from "./histogram.js";
 import { KvCache } from "./kv-cache.js";
-import { createRandom, type RandomSource } from "./random.js";
+import { createRandom, type RandomSource } from "../sim/random.js";
 
 /** What the engine needs of a request: the tokenized prompt, not its text. */
 export interface EngineRequest {

@@ -18,7 +18,7 @@ import { applyFaults, DEFAULT_FAULTS, type FaultKnobs } from "./faults.js";
 import { loadEventStreamEncoder, sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
 import { renderMetrics } from "./metrics.js";
 import { handleOpenAI } from "./openai-server.js";
-import { createRandom, type RandomSource } from "./random.js";
+import { createRandom, type RandomSource } from "../sim/random.js";
 import { handleSageMaker } from "./sagemaker-server.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
 import { defaultInstanceIds, toInstanceStats, type InstanceStats } from "./virtual.js";

@@ -10,8 +10,8 @@
 import type { EngineConfig } from "./config.js";
 import { Engine, type EngineStats, type VirtualResult } from "./engine.js";
 import { FleetError } from "./errors.js";
-import { EventHeap } from "../internal/event-heap.js";
-import { createRandom } from "./random.js";
+import { EventHeap } from "../sim/event-heap.js";
+import { createRandom } from "../sim/random.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
 
 /** A request for the virtual fleet: already-rendered prompt text (see `renderPrompt`). */

@@ -1,7 +1,8 @@
 import fc from "fast-check";
-import { checkLongestPrefixGoals, compareAcrossSeeds, estimate, isBenchError, parseSeeds, runBenchCommand, summarizeSeeds } from "prefix-router/bench";
+import { compareAcrossSeeds, estimate, isBenchError, parseSeeds, runBenchCommand, summarizeSeeds } from "prefix-router/bench";
 import type { BenchRow } from "prefix-router/bench";
 import { describe, expect, it } from "vitest";
+import { checkLongestPrefix } from "../../src/bench/goals.js";
 
 /** A result row with only the fields the seed statistics read set to meaningful values. */
 function row(strategy: string, seed: number, p50: number, hit: number, extra: Partial<BenchRow> = {}): BenchRow {
@@ -82,7 +83,7 @@ describe("statistics over seeds", () => {
   });
 });
 
-describe("issue 7 goals", () => {
+describe("longest-prefix vs the other strategies", () => {
   it("compares with the prefix-aware length of lowest mean P50, needs a strict win over peers, and checks every seed's share", () => {
     const rows = [1, 2, 3].flatMap((s) => [
       row("longest-prefix", s, 70 + s * 0.001, 0.85, { maxShare: s === 3 ? 0.18 : 0.15 }),
@@ -91,7 +92,7 @@ describe("issue 7 goals", () => {
       row("peer:slow", s, 72 + s * 0.01, 0.8),
       row("peer:same", s, 70 + (s === 2 ? 0.01 : -0.01), 0.85),
     ]);
-    const goals = checkLongestPrefixGoals(rows).map((g) => [g.goal, g.met]);
+    const goals = checkLongestPrefix(rows).map((g) => [g.goal, g.met]);
     expect(goals).toEqual([
       ["P50 ≤ best prefix-aware (4096)", true],
       ["hit rate ≥ best prefix-aware (4096)", true],
@@ -102,14 +103,14 @@ describe("issue 7 goals", () => {
   });
 });
 
-describe("issue 7 goals with several longest-prefix configurations", () => {
+describe("longest-prefix vs the other strategies, with several longest-prefix configurations", () => {
   it("checks the first configuration of each scenario, once", () => {
     const rows = [1, 2].flatMap((s) => [
       row("longest-prefix", s, 70, 0.85, { concurrencyThreshold: 32 }),
       row("longest-prefix", s, 90, 0.5, { concurrencyThreshold: 64 }),
       row("prefix-aware", s, 71, 0.8, { prefixLength: 4096, concurrencyThreshold: 32 }),
     ]);
-    expect(checkLongestPrefixGoals(rows).map((g) => [g.goal, g.measured, g.met])).toEqual([
+    expect(checkLongestPrefix(rows).map((g) => [g.goal, g.measured, g.met])).toEqual([
       ["P50 ≤ best prefix-aware (4096)", "-1.000 ± 0.000 ms", true],
       ["hit rate ≥ best prefix-aware (4096)", "+5.000 ± 0.000 pts", true],
       ["max share ≤ 1.25 × mean", "1.05 × mean", true],
@@ -118,7 +119,7 @@ describe("issue 7 goals with several longest-prefix configurations", () => {
 });
 
 describe("prefix-router bench with several seeds", () => {
-  it("prints means with intervals, the paired comparison and the issue-7 goals", async () => {
+  it("prints means with intervals, the paired comparison and the longest-prefix checks", async () => {
     const err: string[] = [];
     const code = await runBenchCommand(
       ["--workload", "rag", "--strategies", "prefix-aware,longest-prefix,peer:litellm-affinity", "--prefix-length", "4096", "--duration", "20s", "--seed", "1-2", "--routers", "1,2", "-q"],
@@ -128,7 +129,7 @@ describe("prefix-router bench with several seeds", () => {
     const text = err.join("\n");
     expect(text).toMatch(/Across seeds[\s\S]*longest-prefix\s+-\s+32\s+2\s+\d+\.\d{3} ± \d+\.\d{3}/);
     expect(text).toContain("longest-prefix against each row, paired by seed");
-    expect(text).toMatch(/Goals of issue 7[\s\S]*P50 < peer:litellm-affinity/);
+    expect(text).toMatch(/longest-prefix vs the other strategies \(paired by seed[\s\S]*P50 < peer:litellm-affinity/);
     // Two router processes: their own rows, labelled, compared with longest-prefix ×2.
     expect(text).toMatch(/longest-prefix ×2\s+-\s+32\s+2\s+/);
     expect(text).toMatch(/rag\s+peer:litellm-affinity ×2\s+-\s+-\s+2\s+[+-]\d/);

@@ -1,5 +1,4 @@
-import fc from "fast-check";
-import { IdealCache, RunRecorder, analyzeScaleEvent, parseDuration, parseScaleEvent, parseTokenCount, Rng, Zipf } from "prefix-router/bench";
+import { IdealCache, RunRecorder, analyzeScaleEvent, parseDuration, parseScaleEvent, parseTokenCount } from "prefix-router/bench";
 import { describe, expect, it } from "vitest";
 
 describe("IdealCache", () => {
@@ -93,32 +92,5 @@ describe("command-line values", () => {
     () => parseScaleEvent("30m:+0"),
   ])("rejects malformed values %#", (f) => {
     expect(f).toThrow(expect.objectContaining({ code: "ERR_BENCH_OPTION" }));
-  });
-});
-
-describe("random sources", () => {
-  it("Rng is a pure function of its seed and stays in [0, 1)", () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 2 ** 31 }), (seed) => {
-        const a = new Rng(seed);
-        const b = new Rng(seed);
-        for (let i = 0; i < 50; i++) {
-          const v = a.next();
-          expect(v).toBe(b.next());
-          expect(v).toBeGreaterThanOrEqual(0);
-          expect(v).toBeLessThan(1);
-        }
-      }),
-    );
-  });
-
-  it("Zipf draws follow their probabilities", () => {
-    const z = new Zipf(100, 1.2);
-    const rng = new Rng(5);
-    const counts = new Array<number>(100).fill(0);
-    const n = 200_000;
-    for (let i = 0; i < n; i++) counts[z.sample(rng)]!++;
-    for (const k of [0, 1, 9, 99]) expect(counts[k]! / n).toBeCloseTo(z.probability(k), 2);
-    expect(new Zipf(10, 0).probability(3)).toBeCloseTo(0.1, 12);
   });
 });

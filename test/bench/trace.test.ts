@@ -4,8 +4,8 @@ import { isBenchError, loadTrace, parseTrace, runBenchmark, traceWorkload } from
 import type { BenchRequest, BenchRow, TraceRecord } from "prefix-router/bench";
 import { describe, expect, it } from "vitest";
 
-/** The Mooncake sample (test/fixtures, a copy of ../shared/traces; see its NOTICE.md). */
-const SAMPLE = fileURLToPath(new URL("./fixtures/mooncake_synthetic.jsonl", import.meta.url));
+/** The Mooncake sample trace (test/fixtures; see its NOTICE.md). */
+const SAMPLE = fileURLToPath(new URL("../fixtures/mooncake_synthetic.jsonl", import.meta.url));
 
 function expectTraceError(text: string, line: number, message: RegExp): void {
   let caught: unknown;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FLEET_USAGE, runFleetCommand, type CliIo } from "../src/fleet/cli.js";
+import { FLEET_USAGE, runFleetCommand, type CliIo } from "../../src/fleet/cli.js";
 
 function io(): CliIo & { lines: string[]; errors: string[]; stop(): void } {
   let stop!: () => void;

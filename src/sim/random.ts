@@ -1,7 +1,8 @@
 /**
- * Seeded randomness for the fleet, the benchmark and the demo: a 32-bit mixing hash, a small fast PRNG, and the
- * distributions the workloads draw from (exponential inter-arrival times for Poisson arrivals,
- * log-normal lengths, geometric turn counts, Zipf popularity).
+ * Seeded randomness for the fleet, the benchmark and the demo: a 32-bit mixing hash, a small fast
+ * PRNG, the distributions the workloads draw from (exponential inter-arrival times for Poisson
+ * arrivals, log-normal lengths, geometric turn counts, Zipf popularity), and the `() => number`
+ * view the fleet's models take ({@link createRandom}).
  *
  * Everything here is a pure function of its seed: the same seed gives the same sequence on
  * every platform (only 32-bit integer arithmetic via `Math.imul`, and IEEE `Math.log`/`Math.exp`,
@@ -166,4 +167,19 @@ export class Zipf {
     }
     return lo;
   }
+}
+
+/** A source of uniform numbers in [0, 1). */
+export type RandomSource = () => number;
+
+/**
+ * Returns a deterministic generator of uniform numbers in [0, 1) for `seed` (any number;
+ * nearby seeds give unrelated streams): an {@link Rng} as a function. Model code takes a
+ * `() => number` and never calls `Math.random`, so a seed reproduces a run.
+ * @example
+ * const rng = createRandom(42);
+ * rng(); // always the same first value for seed 42
+ */
+export function createRandom(seed: number): RandomSource {
+  return new Rng(seed).asFunction();
 }

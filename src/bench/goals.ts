@@ -1,0 +1,147 @@
+/**
+ * What the benchmark checks its rows against, printed after the tables (`formatReport`) and in
+ * the HTML report: `prefix-aware` vs `random` against AWS's published gains, and
+ * `longest-prefix` vs the other strategies, paired by seed. Pure functions of the rows; not part
+ * of the public API.
+ */
+import {
+  type Estimate,
+  compareAcrossSeeds,
+  compareToRandom,
+  configKey,
+  scenarioKeyWithoutSeed,
+  summarizeSeeds,
+} from "./compare.js";
+import type { BenchRow } from "./simulate.js";
+
+/** Title of the {@link checkPublishedGains} section, in the terminal and the HTML report. */
+export const PUBLISHED_GAINS_TITLE = "prefix-aware vs random, against AWS's published gains";
+
+/** Title of the {@link checkLongestPrefix} section. */
+export const LONGEST_PREFIX_CHECKS_TITLE = "longest-prefix vs the other strategies";
+
+/** One of AWS's published gains, checked on one prefix-aware row against random. */
+export interface PublishedGainCheck {
+  readonly row: BenchRow;
+  /** What is checked, e.g. "P50 TTFT vs random ≤ −80%". */
+  readonly goal: string;
+  /** Measured value, formatted. */
+  readonly measured: string;
+  readonly met: boolean;
+  /** By how much the goal is missed, formatted ("" when met). */
+  readonly shortfall: string;
+}
+
+/**
+ * `prefix-aware` against `random` on the workloads AWS published results for, on every
+ * `prefix-aware` row of `long-context` and `sharegpt` that has a random row on its scenario.
+ * The targets are at or just beyond the best end of AWS's published ranges for SageMaker's
+ * prefix-aware routing (long context: P50 −71% to −77%, P90 −33% to −37%, each of 7 instances
+ * receiving 13.3%–15.4% of requests; ShareGPT-like: P50 −13% to −16%, P90 −24% to −37%):
+ * - long-context: P50 ≤ −80%, P90 ≤ −40%, token hit rate ≥ 95% of ideal, every share in
+ *   [13.3%, 15.4%];
+ * - sharegpt: P50 ≤ −16%, P90 ≤ −37%.
+ */
+export function checkPublishedGains(rows: readonly BenchRow[]): PublishedGainCheck[] {
+  const checks: PublishedGainCheck[] = [];
+  const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
+  const pts = (v: number) => `${(100 * v).toFixed(1)} points`;
+  for (const c of compareToRandom(rows)) {
+    const r = c.row;
+    if (r.strategy !== "prefix-aware") continue;
+    const change = (goal: string, value: number, limit: number) =>
+      checks.push({
+        row: r,
+        goal,
+        measured: pct(value),
+        met: value <= limit,
+        shortfall: value <= limit ? "" : pts(value - limit),
+      });
+    if (r.workload === "long-context") {
+      change("P50 TTFT vs random ≤ −80%", c.ttftP50Change, -0.8);
+      change("P90 TTFT vs random ≤ −40%", c.ttftP90Change, -0.4);
+      checks.push({
+        row: r,
+        goal: "token hit rate ≥ 95% of ideal",
+        measured: pct(c.hitRateOfIdeal),
+        met: c.hitRateOfIdeal >= 0.95,
+        shortfall: c.hitRateOfIdeal >= 0.95 ? "" : pts(0.95 - c.hitRateOfIdeal),
+      });
+      const low = Math.max(0, 0.133 - r.minShare);
+      const high = Math.max(0, r.maxShare - 0.154);
+      checks.push({
+        row: r,
+        goal: "every instance share in 13.3%–15.4%",
+        measured: `${pct(r.minShare)}–${pct(r.maxShare)}`,
+        met: low === 0 && high === 0,
+        shortfall: low === 0 && high === 0 ? "" : [low > 0 ? `min ${pts(low)} low` : "", high > 0 ? `max ${pts(high)} high` : ""].filter(Boolean).join(", "),
+      });
+    } else if (r.workload === "sharegpt") {
+      change("P50 TTFT vs random ≤ −16%", c.ttftP50Change, -0.16);
+      change("P90 TTFT vs random ≤ −37%", c.ttftP90Change, -0.37);
+    }
+  }
+  return checks;
+}
+
+/** One check of `longest-prefix` against the other strategies, on one scenario over its seeds. */
+export interface LongestPrefixCheck {
+  /** The `longest-prefix` row of the scenario's first seed. */
+  readonly row: BenchRow;
+  /** What is checked, e.g. "P50 ≤ best prefix-aware (4096)". */
+  readonly goal: string;
+  /** Measured difference or value, formatted. */
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+/**
+ * `longest-prefix` against the other strategies, on every scenario that ran `longest-prefix` and
+ * `prefix-aware`:
+ *
+ * - against the best `prefix-aware` row — the prefix length with the lowest mean P50 TTFT, the
+ *   one a user tuning `prefixLength` for latency would keep — P50 and token hit rate no worse:
+ *   the paired 95% interval of the difference does not lie on the wrong side of 0;
+ * - against every `peer:*` row, P50 lower: the interval lies below 0 (a tie is not a win);
+ * - every instance's share of requests at most 1.25 × the mean, in every seed.
+ *
+ * With one seed the intervals do not exist and every paired verdict is a tie.
+ */
+export function checkLongestPrefix(rows: readonly BenchRow[]): LongestPrefixCheck[] {
+  const reference = "longest-prefix";
+  const goals: LongestPrefixCheck[] = [];
+  const paired = compareAcrossSeeds(rows, reference);
+  const summaries = summarizeSeeds(rows);
+  const ms = (e: Estimate) => `${e.mean > 0 ? "+" : ""}${e.mean.toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${e.halfWidth.toFixed(3)}`} ms`;
+  const pts = (e: Estimate) =>
+    `${e.mean > 0 ? "+" : ""}${(100 * e.mean).toFixed(3)}${Number.isNaN(e.halfWidth) ? "" : ` ± ${(100 * e.halfWidth).toFixed(3)}`} pts`;
+  const done = new Set<string>();
+  for (const lp of summaries.filter((s) => s.row.strategy === reference)) {
+    const scenario = scenarioKeyWithoutSeed(lp.row);
+    // The reference configuration of the scenario is its first one (see compareAcrossSeeds).
+    if (done.has(scenario)) continue;
+    done.add(scenario);
+    const mine = paired.filter((c) => scenarioKeyWithoutSeed(c.row) === scenario && c.row.strategy !== reference);
+    const pa = summaries
+      .filter((s) => s.row.strategy === "prefix-aware" && scenarioKeyWithoutSeed(s.row) === scenario)
+      .sort((a, b) => a.ttftP50Ms.mean - b.ttftP50Ms.mean)[0];
+    if (pa === undefined) continue;
+    const best = mine.find((c) => configKey(c.row) === configKey(pa.row));
+    if (best !== undefined) {
+      const label = `${pa.row.prefixLength}`;
+      goals.push({ row: lp.row, goal: `P50 ≤ best prefix-aware (${label})`, measured: ms(best.ttftP50DiffMs), met: best.ttftP50 !== "higher" });
+      goals.push({ row: lp.row, goal: `hit rate ≥ best prefix-aware (${label})`, measured: pts(best.tokenHitRateDiff), met: best.tokenHitRate !== "lower" });
+    }
+    for (const peer of mine.filter((c) => c.row.strategy.startsWith("peer:"))) {
+      goals.push({ row: lp.row, goal: `P50 < ${peer.row.strategy}`, measured: ms(peer.ttftP50DiffMs), met: peer.ttftP50 === "lower" });
+    }
+    const limit = 1.25 / lp.row.instances;
+    goals.push({
+      row: lp.row,
+      goal: "max share ≤ 1.25 × mean",
+      measured: `${(lp.maxShare * lp.row.instances).toFixed(2)} × mean`,
+      met: lp.maxShare <= limit + 1e-12,
+    });
+  }
+  return goals;
+}

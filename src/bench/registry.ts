@@ -1,0 +1,25 @@
+/**
+ * Every policy the benchmark can run, found by name: prefix-router's strategies, their named
+ * variants (`longest-prefix:exclusive`) and the peer baselines (`peer:*`). The simulation loop
+ * knows only the {@link PolicyFactory} interface; this file knows the list.
+ */
+import { STRATEGIES } from "../index.js";
+import type { Strategy } from "../index.js";
+import { PEER_BASELINES } from "./baselines.js";
+import { ROUTER_VARIANTS, type PolicyFactory, routerPolicy } from "./policies.js";
+import { STRATEGY_VARIANTS, type StrategyVariant } from "./variants.js";
+
+/**
+ * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
+ * then the peer baselines (`peer:*`, see baselines.ts).
+ */
+export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VARIANTS.map((p) => p.name), ...PEER_BASELINES.map((p) => p.name)];
+
+/**
+ * The policy named `name`: one of prefix-router's strategies or a peer baseline (`peer:*`).
+ * @returns `undefined` for an unknown name
+ */
+export function policyByName(name: string): PolicyFactory | undefined {
+  if ((STRATEGIES as readonly string[]).includes(name) || name in STRATEGY_VARIANTS) return routerPolicy(name as Strategy | StrategyVariant);
+  return PEER_BASELINES.find((p) => p.name === name);
+}
