@@ -168,3 +168,32 @@ describe("picks are pure reads", () => {
     });
   }
 });
+
+describe("the README's zone-first example", () => {
+  it("prefers an open target of its zone, then any open target, then falls back", async () => {
+    interface Target extends TargetSpec {
+      zone: string;
+    }
+    // Same code as the README's "Custom strategies" section.
+    const zoneFirst: RoutingStrategy<Target> = {
+      name: "zone-first",
+      pick(ctx) {
+        const open = [...ctx.candidates].filter((i) => ctx.isOpen(i));
+        const local = open.find((i) => ctx.targets[i]!.zone === "eu-west-1a");
+        if (local !== undefined) return { index: local, kind: "preferred", rank: 0 };
+        return { index: open[0] ?? ctx.candidates[0]!, kind: open.length > 0 ? "spillover" : "fallback", rank: 1 };
+      },
+    };
+    const router = await createRouter<Target>({
+      targets: [
+        { id: "us-1", zone: "us-east-1a" },
+        { id: "eu-1", zone: "eu-west-1a" },
+      ],
+      strategy: zoneFirst,
+      concurrencyThreshold: 1,
+    });
+    const picks = [router.route({ body }), router.route({ body }), router.route({ body })];
+    expect(picks.map((l) => `${l.target.id}:${l.kind}`)).toEqual(["eu-1:preferred", "us-1:spillover", "us-1:fallback"]);
+    for (const l of picks) l.release("success");
+  });
+});

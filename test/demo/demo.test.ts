@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../src/demo/demo.js";
-import { formatDemoTable, runDemoCommand, summaryLine } from "../src/demo/cli.js";
+import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../../src/demo/demo.js";
+import { formatDemoTable, runDemoCommand, summaryLine } from "../../src/demo/cli.js";
 
 const small = { requests: 42, documents: 14, timeScale: 0.05, ratePerSecond: 20 } as const;
 

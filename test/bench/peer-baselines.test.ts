@@ -11,8 +11,8 @@ import {
   type ChatMessage,
 } from "prefix-router/bench";
 import { canonicalize } from "prefix-router";
-import { ApproximateTree } from "../src/bench/baselines.js";
-import type { Policy, PolicyDecision } from "../src/bench/policies.js";
+import { ApproximateTree } from "../../src/bench/baselines.js";
+import type { Policy, PolicyDecision } from "../../src/bench/policies.js";
 
 const ids = ["i0", "i1", "i2", "i3", "i4", "i5", "i6"];
 
