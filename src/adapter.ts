@@ -1,33 +1,5 @@
 /**
- * What the OpenAI and SageMaker adapters share: the attempts bounds and the way a routed client
- * carries its router.
+ * Kept for modules that still import the router handle from here (src/demo/demo.ts); its home
+ * is src/adapter/handle.ts.
  */
-import type { Router, TargetSpec } from "./types.js";
-
-/** Default number of targets a request may try when connections fail before any response. */
-export const DEFAULT_ATTEMPTS = 2;
-/** Largest accepted `attempts`. */
-export const MAX_ATTEMPTS = 16;
-
-/** @internal Where the router is kept on a routed fetch and a routed client; `Symbol.for`, so copies of the package agree. */
-export const ROUTER = Symbol.for("prefix-router.router");
-
-/**
- * The router behind a routed OpenAI client (also a copy made from it with `withOptions`, or a
- * client built with a routed `fetch`), a routed fetch itself, or a routed SageMaker client;
- * `undefined` for anything else.
- *
- * @example
- * const { targets, totals } = getRouter(client)!.stats();
- */
-export function getRouter<T extends TargetSpec = TargetSpec>(client: unknown): Router<T> | undefined {
-  if (client === null || (typeof client !== "object" && typeof client !== "function")) return undefined;
-  const direct = (client as Record<symbol, unknown>)[ROUTER];
-  if (direct !== undefined) return direct as Router<T>;
-  const fetch = (client as { fetch?: unknown }).fetch;
-  if (typeof fetch === "function") {
-    const viaFetch = (fetch as unknown as Record<symbol, unknown>)[ROUTER];
-    if (viaFetch !== undefined) return viaFetch as Router<T>;
-  }
-  return undefined;
-}
+export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter/handle.js";

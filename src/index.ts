@@ -16,7 +16,7 @@ export type { LatencySummary } from "./target-state.js";
 export { DEFAULT_LONGEST_PREFIX } from "./longest-prefix.js";
 export type { LongestPrefixOptions } from "./longest-prefix.js";
 export type { PrefixIndexStats } from "./prefix-index.js";
-export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter.js";
+export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter/handle.js";
 export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/routed-fetch.js";
 export { TARGET_HEADER } from "./openai/body.js";

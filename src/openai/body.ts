@@ -17,7 +17,7 @@
  */
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./routed-fetch.js";
-import { scannerFor } from "../internal/usage.js";
+import { scannerFor } from "../adapter/usage.js";
 
 /** Response header naming the target that served a routed request. */
 export const TARGET_HEADER = "x-prefix-router-target";

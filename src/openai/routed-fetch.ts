@@ -13,14 +13,14 @@
  * headers have arrived nothing is retried, so no request runs twice.
  */
 import { RouterError, isRouterError } from "../errors.js";
-import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
-import { withAttempts } from "../internal/attempts.js";
-import { checkFunction, checkInteger, describe } from "../internal/validate.js";
+import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
+import { withAttempts } from "../adapter/attempts.js";
+import { checkFunction, describe } from "../internal/validate.js";
 import { type Clock, type Lease, type LeaseOutcome, type PickKind, type RouteRequest, type Router, type TargetSpec } from "../types.js";
 import { type RouterOptions } from "../options.js";
 import { createRouter } from "../router.js";
 import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
-import { judgeFetchError } from "../internal/failures.js";
+import { judgeFetchError } from "./failures.js";
 
 /** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -145,7 +145,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   if (typeof underlying !== "function") {
     throw new TypeError("Expected `fetch` to be a function: globalThis.fetch is not available, pass `fetch`");
   }
-  const attempts = checkInteger("attempts", options.attempts ?? DEFAULT_ATTEMPTS, 1, MAX_ATTEMPTS);
+  const attempts = checkAttempts(options.attempts ?? DEFAULT_ATTEMPTS);
   const clientBase = options.baseURL === undefined ? undefined : parseBase("baseURL", options.baseURL);
   const report =
     options.onRequestEnd === undefined
@@ -154,8 +154,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
   const router = await createRouter<T>(routerOptions);
   const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
-  const fetch: FetchLike = (input, init) => sender.fetch(input, init);
-  Object.defineProperty(fetch, ROUTER, { value: router });
+  const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
 

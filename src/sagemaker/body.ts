@@ -6,7 +6,7 @@
 import { canonicalize, parseJson } from "../canonical-json.js";
 import type { ReleaseInfo } from "../types.js";
 import { describe } from "../internal/validate.js";
-import { JSON_TAIL_BYTES, findUsage, usageOf } from "../internal/usage.js";
+import { JSON_TAIL_BYTES, findUsage, usageOf } from "../adapter/usage.js";
 
 const encoder = new TextEncoder();
 

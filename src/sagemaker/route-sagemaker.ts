@@ -21,14 +21,14 @@ import type {
   InvokeEndpointWithResponseStreamCommandOutput,
   SageMakerRuntimeClient,
 } from "@aws-sdk/client-sagemaker-runtime";
-import { withAttempts } from "../internal/attempts.js";
-import { checkInteger, describe } from "../internal/validate.js";
+import { withAttempts } from "../adapter/attempts.js";
+import { describe } from "../internal/validate.js";
 import { type Lease, type RouteRequest, type Router, type TargetSpec } from "../types.js";
 import { type RouterOptions, validateTargets } from "../options.js";
 import { createRouter } from "../router.js";
 import { prepareBody, readBody, usageOfBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
-import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
+import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { LeasedEventStream, type StreamRegistry, newStreamRegistry } from "./stream.js";
 
 /**
@@ -126,7 +126,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   if (typeof canonicalizeBody !== "boolean") {
     throw new TypeError(`Expected \`canonicalizeBody\` to be a boolean, got ${describe(canonicalizeBody)}`);
   }
-  checkInteger("attempts", attempts, 1, MAX_ATTEMPTS);
+  checkAttempts(attempts);
   const mode = (routerOptions as { mode?: unknown }).mode;
   if (mode !== undefined && mode !== "bytes") {
     throw new RangeError(`Expected \`mode\` to be "bytes" (SageMaker's Invoke API routes on body bytes) or absent, got ${describe(mode)}`);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JSON_TAIL_BYTES, findUsage, scannerFor, usageOf } from "../src/internal/usage.js";
+import { JSON_TAIL_BYTES, findUsage, scannerFor, usageOf } from "../../src/adapter/usage.js";
 
 const enc = new TextEncoder();
 
