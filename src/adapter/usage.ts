@@ -16,6 +16,7 @@
  * `null` instead of pretending nothing was cached.
  */
 import type { ReleaseInfo } from "../types.js";
+import { isJsonSpace } from "./json.js";
 
 /** Bytes of a JSON body kept to find its `usage`. */
 export const JSON_TAIL_BYTES = 64 * 1024;
@@ -158,10 +159,10 @@ export function findUsage(text: string): ReleaseInfo | undefined {
     end = at - 1;
     if (at > 0 && text.charCodeAt(at - 1) === 0x5c /* \ */) continue;
     let i = at + 7;
-    while (isSpace(text.charCodeAt(i))) i++;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
     if (text.charCodeAt(i) !== 0x3a /* : */) continue;
     i++;
-    while (isSpace(text.charCodeAt(i))) i++;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
     if (text.charCodeAt(i) !== 0x7b /* { */) continue;
     const close = matchingBrace(text, i);
     if (close === -1) continue;
@@ -173,10 +174,6 @@ export function findUsage(text: string): ReleaseInfo | undefined {
     }
   }
   return undefined;
-}
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** Index of the `}` closing the object that opens at `open`, skipping strings; -1 if unclosed. */

@@ -21,6 +21,7 @@ import { type RouterOptions } from "../options.js";
 import { createRouter } from "../router.js";
 import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
 import { judgeFetchError } from "./failures.js";
+import { parseObject } from "../adapter/json.js";
 
 /** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -364,8 +365,6 @@ interface Relative {
   stripTargetPath: boolean;
 }
 
-const decoder = new TextDecoder();
-
 /** Parses a JSON object body for routing; says whether the body can be sent again. */
 function readBody(body: RequestInit["body"]): {
   parsed: Record<string, unknown> | undefined;
@@ -373,16 +372,11 @@ function readBody(body: RequestInit["body"]): {
   replayable: boolean;
 } {
   if (body === undefined || body === null) return { parsed: undefined, raw: undefined, replayable: true };
-  let text: string | undefined;
-  let raw: string | Uint8Array | undefined;
+  let raw: string | Uint8Array;
   if (typeof body === "string") {
-    text = body;
     raw = body;
   } else if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
-    const bytes =
-      body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-    raw = bytes;
-    if (firstNonSpace(bytes) === 0x7b) text = decoder.decode(bytes);
+    raw = body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
   } else if (
     (typeof URLSearchParams !== "undefined" && body instanceof URLSearchParams) ||
     (typeof FormData !== "undefined" && body instanceof FormData) ||
@@ -393,21 +387,8 @@ function readBody(body: RequestInit["body"]): {
     // A ReadableStream or async iterable: sent once, never read here.
     return { parsed: undefined, raw: undefined, replayable: false };
   }
-  let parsed: Record<string, unknown> | undefined;
-  if (text !== undefined && text.trimStart().startsWith("{")) {
-    try {
-      const value: unknown = JSON.parse(text);
-      if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
-    } catch {
-      // Not JSON: the request has no prompt to route on.
-    }
-  }
-  return { parsed, raw, replayable: true };
-}
-
-function firstNonSpace(bytes: Uint8Array): number {
-  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return b;
-  return -1;
+  // A body that is no JSON object has no prompt to route on; bytes mode may still hash it.
+  return { parsed: parseObject(raw), raw, replayable: true };
 }
 
 function abortReason(signal: AbortSignal): unknown {

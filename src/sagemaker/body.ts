@@ -6,6 +6,7 @@
 import { canonicalize, parseJson } from "../canonical-json.js";
 import type { ReleaseInfo } from "../types.js";
 import { describe } from "../internal/validate.js";
+import { mayBeJson } from "../adapter/json.js";
 import { JSON_TAIL_BYTES, findUsage, usageOf } from "../adapter/usage.js";
 
 const encoder = new TextEncoder();
@@ -82,7 +83,7 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   if (contentType !== undefined && contentType !== null && !(typeof contentType === "string" && JSON_MEDIA_TYPE.test(contentType))) {
     return { routing: body, wire: body };
   }
-  if (!looksLikeJson(body)) return { routing: body, wire: body };
+  if (!mayBeJson(body)) return { routing: body, wire: body };
   let value: unknown;
   try {
     value = parseJson(body);
@@ -91,18 +92,6 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   }
   return { routing: value, wire: encoder.encode(canonicalize(value)) };
 }
-
-/** First non-whitespace character opens a JSON text: skips decoding CSV or binary bodies. */
-function looksLikeJson(body: string | Uint8Array): boolean {
-  for (let i = 0; i < body.length; i++) {
-    const c = typeof body === "string" ? body.charCodeAt(i) : (body[i] as number);
-    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
-    return JSON_START.has(c);
-  }
-  return false;
-}
-
-const JSON_START = new Set([..."{[\"-0123456789tfn"].map((c) => c.charCodeAt(0)));
 
 /**
  * Usage of a whole response body (the OpenAI adapter's reading: the last `"usage": {…}` in the
