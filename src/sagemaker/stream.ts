@@ -8,7 +8,7 @@
  */
 import type { ResponseStream } from "@aws-sdk/client-sagemaker-runtime";
 import type { Lease } from "../types.js";
-import { StreamUsage } from "./body.js";
+import { StreamUsageScanner } from "../adapter/usage.js";
 import { judgeSageMakerError } from "./errors.js";
 
 /** What the abandon registry holds: the lease and the source, never the wrapper itself. */
@@ -32,7 +32,7 @@ export function newStreamRegistry(): StreamRegistry {
 /** An event stream that releases its lease when it ends, fails or is abandoned. */
 export class LeasedEventStream implements AsyncIterableIterator<ResponseStream> {
   private readonly held: Held;
-  private readonly usage = new StreamUsage();
+  private readonly usage = new StreamUsageScanner();
   private finished = false;
 
   constructor(
@@ -71,13 +71,13 @@ export class LeasedEventStream implements AsyncIterableIterator<ResponseStream> 
     }
     if (result.done === true) {
       this.end();
-      this.lease.release("success", this.usage.finish());
+      this.lease.release("success", this.usage.result());
       return { done: true, value: undefined };
     }
     const event = result.value;
     if (event.PayloadPart !== undefined) {
       this.lease.firstByte();
-      this.usage.feed(event.PayloadPart.Bytes);
+      if (event.PayloadPart.Bytes !== undefined) this.usage.push(event.PayloadPart.Bytes);
     }
     return { done: false, value: event };
   }
