@@ -18,7 +18,7 @@ export type { LongestPrefixOptions } from "./longest-prefix.js";
 export type { PrefixIndexStats } from "./prefix-index.js";
 export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter/handle.js";
 export { createRoutedFetch } from "./openai/routed-fetch.js";
-export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/routed-fetch.js";
+export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/types.js";
 export { TARGET_HEADER } from "./openai/body.js";
 export { routeOpenAI } from "./openai/client.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";

@@ -16,7 +16,7 @@
  *   garbage-collected (a last resort; read or cancel bodies you do not need).
  */
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
-import type { OpenAITarget, RoutedRequestInfo } from "./routed-fetch.js";
+import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 import { scannerFor } from "../adapter/usage.js";
 
 /** Response header naming the target that served a routed request. */

@@ -7,7 +7,8 @@
  */
 import { describe } from "../internal/validate.js";
 import { carryRouter } from "../adapter/handle.js";
-import { type FetchLike, type OpenAITarget, type RoutedFetchOptions, buildRoutedFetch } from "./routed-fetch.js";
+import { buildRoutedFetch } from "./routed-fetch.js";
+import type { FetchLike, OpenAITarget, RoutedFetchOptions } from "./types.js";
 
 /**
  * What {@link routeOpenAI} needs from a client: a `baseURL` and `withOptions()`. `OpenAI` and
