@@ -15,11 +15,12 @@
 import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
 import { parseObject } from "../adapter/json.js";
+import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
-import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
+import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError } from "./failures.js";
 import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
@@ -140,7 +141,7 @@ interface Outgoing {
 
 class RoutedSender<T extends OpenAITarget> {
   private readonly bases = new WeakMap<T, Base>();
-  private readonly registry: AbandonRegistry = newAbandonRegistry();
+  private readonly registry: LeaseRegistry = newLeaseRegistry();
 
   constructor(
     readonly router: Router<T>,
@@ -185,25 +186,9 @@ class RoutedSender<T extends OpenAITarget> {
       response = await this.underlying.call(undefined, url, { ...out.init, headers });
     } catch (error) {
       if (this.report !== undefined) {
-        const verdict = judgeFetchError(error, out.signal);
-        try {
-          this.report({
-            target,
-            kind: lease.kind,
-            rank: lease.rank,
-            attempt: lease.attempt,
-            status: undefined,
-            outcome: verdict.outcome,
-            streaming: false,
-            ttftMs: null,
-            durationMs: this.clock.now() - startMs,
-            promptTokens: undefined,
-            cachedTokens: undefined,
-            error,
-          });
-        } catch {
-          // A metrics hook must never break a request.
-        }
+        const { outcome } = judgeFetchError(error, out.signal);
+        const durationMs = this.clock.now() - startMs;
+        reportAttempt(this.report, lease, { status: undefined, outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
       }
       throw error;
     }

@@ -30,7 +30,8 @@ import { prepareBody, readBody } from "./body.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { judgeSageMakerError } from "./errors.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
-import { LeasedEventStream, type StreamRegistry, newStreamRegistry } from "./stream.js";
+import { LeasedEventStream } from "./stream.js";
+import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 
 /**
  * A SageMaker destination: an endpoint, optionally one production variant of it or one
@@ -135,7 +136,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   validateSageMakerTargets(options.targets);
   const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
   const router = sageMakerRouter(core);
-  const send = routedSend(client, core, canonicalizeBody, attempts, newStreamRegistry());
+  const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry());
 
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -230,7 +231,7 @@ function routedSend(
   router: Router<SageMakerTarget>,
   canonicalizeBody: boolean,
   attempts: number,
-  registry: StreamRegistry,
+  registry: LeaseRegistry,
 ): LooseSend {
   const passThrough = client.send.bind(client) as LooseSend;
 
@@ -332,7 +333,7 @@ function finishResponse(output: InvokeEndpointCommandOutput, lease: Lease<SageMa
 function holdStream(
   output: InvokeEndpointWithResponseStreamCommandOutput,
   lease: Lease<SageMakerTarget>,
-  registry: StreamRegistry,
+  registry: LeaseRegistry,
 ): InvokeEndpointWithResponseStreamCommandOutput {
   if (output.Body === undefined) {
     lease.release("success");
