@@ -16,6 +16,7 @@ import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
 import { parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
+import { checkTargetFields } from "../adapter/targets.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
@@ -101,12 +102,7 @@ function parseBase(name: string, value: unknown): Base {
 }
 
 function validateOpenAITargets(targets: unknown): void {
-  if (!Array.isArray(targets)) {
-    throw new TypeError(`Expected \`targets\` to be an array, got ${describe(targets)}`);
-  }
-  targets.forEach((t: unknown, i: number) => {
-    if (t === null || typeof t !== "object") return; // the router names it
-    const { baseURL, headers } = t as OpenAITarget;
+  checkTargetFields<OpenAITarget>(targets, ({ baseURL, headers }, i) => {
     parseBase(`targets[${i}].baseURL`, baseURL);
     if (headers !== undefined) {
       if (headers === null || typeof headers !== "object" || Array.isArray(headers)) {

@@ -22,16 +22,17 @@ import type {
   SageMakerRuntimeClient,
 } from "@aws-sdk/client-sagemaker-runtime";
 import { withAttempts } from "../adapter/attempts.js";
+import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
+import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
+import { checkTargetFields } from "../adapter/targets.js";
+import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
-import { type Lease, type RouteRequest, type Router, type TargetSpec } from "../types.js";
 import { type RouterOptions, validateTargets } from "../options.js";
 import { createRouter } from "../router.js";
+import type { Lease, RouteRequest, Router, TargetSpec } from "../types.js";
 import { prepareBody, readBody } from "./body.js";
-import { usageOfBody } from "../adapter/usage.js";
 import { judgeSageMakerError } from "./errors.js";
-import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { LeasedEventStream } from "./stream.js";
-import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 
 /**
  * A SageMaker destination: an endpoint, optionally one production variant of it or one
@@ -170,8 +171,7 @@ function sageMakerRouter(core: Router<SageMakerTarget>): Router<SageMakerTarget>
 
 function validateSageMakerTargets(targets: unknown): void {
   validateTargets(targets);
-  (targets as unknown[]).forEach((t, i) => {
-    const { endpointName, targetVariant, inferenceComponentName, client } = t as Partial<SageMakerTarget>;
+  checkTargetFields<SageMakerTarget>(targets, ({ endpointName, targetVariant, inferenceComponentName, client }, i) => {
     if (typeof endpointName !== "string" || endpointName.length === 0) {
       throw new TypeError(`Expected \`targets[${i}].endpointName\` to be a non-empty string, got ${describe(endpointName)}`);
     }
