@@ -41,15 +41,9 @@ export function outcomeOfStatus(status: number): LeaseOutcome {
 }
 
 /** @internal What an attempt did, beyond what its lease says. */
-export interface AttemptFacts {
-  status: number | undefined;
-  outcome: LeaseOutcome;
-  streaming: boolean;
-  ttftMs: number | null;
-  durationMs: number;
+export type AttemptFacts = Pick<RoutedRequestInfo, "status" | "outcome" | "streaming" | "ttftMs" | "durationMs" | "error"> & {
   info: ReleaseInfo | undefined;
-  error: unknown;
-}
+};
 
 /** @internal Hands one attempt's record to `onRequestEnd`, if any; a hook that throws is ignored. */
 export function reportAttempt<T extends OpenAITarget>(
