@@ -15,29 +15,13 @@
  * - a body dropped without being read or cancelled: released as `cancelled` when the wrapper is
  *   garbage-collected (a last resort; read or cancel bodies you do not need).
  */
+import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
+import { scannerFor } from "../adapter/usage.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
-import type { OpenAITarget, RoutedRequestInfo } from "./routed-fetch.js";
-import { scannerFor } from "../internal/usage.js";
+import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
 /** Response header naming the target that served a routed request. */
 export const TARGET_HEADER = "x-prefix-router-target";
-
-/** Releases a lease whose body was dropped unread; one registry per routed fetch. */
-export type AbandonRegistry = FinalizationRegistry<Tracker>;
-
-/** @internal What the registry holds: everything needed to end the lease, nothing that references the wrapper stream. */
-export interface Tracker {
-  settle(outcome: LeaseOutcome, error?: unknown): void;
-  cancelSource(): void;
-}
-
-/** @internal */
-export function newAbandonRegistry(): AbandonRegistry {
-  return new FinalizationRegistry<Tracker>((tracker) => {
-    tracker.settle("cancelled");
-    tracker.cancelSource();
-  });
-}
 
 /** @internal Per-request context for {@link trackResponse}. */
 export interface TrackContext<T extends OpenAITarget> {
@@ -45,7 +29,7 @@ export interface TrackContext<T extends OpenAITarget> {
   signal: AbortSignal | null | undefined;
   clock: Clock;
   startMs: number;
-  registry: AbandonRegistry;
+  registry: LeaseRegistry;
   report: ((info: RoutedRequestInfo<T>) => void) | undefined;
 }
 
@@ -54,6 +38,38 @@ export function outcomeOfStatus(status: number): LeaseOutcome {
   if (status >= 500) return "server-error";
   if (status >= 400) return "client-error";
   return "success";
+}
+
+/** @internal What an attempt did, beyond what its lease says. */
+export type AttemptFacts = Pick<RoutedRequestInfo, "status" | "outcome" | "streaming" | "ttftMs" | "durationMs" | "error"> & {
+  info: ReleaseInfo | undefined;
+};
+
+/** @internal Hands one attempt's record to `onRequestEnd`, if any; a hook that throws is ignored. */
+export function reportAttempt<T extends OpenAITarget>(
+  report: ((info: RoutedRequestInfo<T>) => void) | undefined,
+  lease: Lease<T>,
+  facts: AttemptFacts,
+): void {
+  if (report === undefined) return;
+  try {
+    report({
+      target: lease.target,
+      kind: lease.kind,
+      rank: lease.rank,
+      attempt: lease.attempt,
+      status: facts.status,
+      outcome: facts.outcome,
+      streaming: facts.streaming,
+      ttftMs: facts.ttftMs,
+      durationMs: facts.durationMs,
+      promptTokens: facts.info?.promptTokens,
+      cachedTokens: facts.info?.cachedTokens,
+      error: facts.error,
+    });
+  } catch {
+    // A metrics hook must never break a request or a response.
+  }
 }
 
 /**
@@ -67,65 +83,48 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   const contentType = response.headers.get("content-type");
   const streaming = contentType !== null && contentType.toLowerCase().includes("text/event-stream");
   const usage = scannerFor(contentType);
+  const reader = response.body?.getReader();
   let ttftMs: number | null = null;
-  let settled = false;
-  const source = response.body;
-  const reader = source?.getReader();
-
-  const tracker: Tracker = {
-    settle(outcome, error) {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener("abort", onAbort);
-      ctx.registry.unregister(tracker);
-      let info: ReleaseInfo | undefined;
-      if (outcome === "success" || outcome === "client-error" || outcome === "server-error") {
-        info = usage?.result();
-        if (outcome === "success" && usage?.sawError === true) outcome = "server-error";
-      }
-      lease.release(outcome, info);
-      if (ctx.report !== undefined) {
-        const record: RoutedRequestInfo<T> = {
-          target: lease.target,
-          kind: lease.kind,
-          rank: lease.rank,
-          attempt: lease.attempt,
-          status,
-          outcome,
-          streaming,
-          ttftMs,
-          durationMs: clock.now() - startMs,
-          promptTokens: info?.promptTokens,
-          cachedTokens: info?.cachedTokens,
-          error,
-        };
-        try {
-          ctx.report(record);
-        } catch {
-          // A metrics hook must never break a response.
-        }
-      }
-    },
-    cancelSource() {
-      reader?.cancel().catch(() => {});
-    },
-  };
-  // On abort the lease ends at once and the body errors with the signal's reason: a reader sees
-  // the abort, never a clean end. The underlying fetch got the same signal and should error its
-  // own body, but Node 20's undici (6.x) does not when the abort lands after the whole body has
-  // arrived (nodejs/undici#4089): its reader waits forever, and so would ours. A WeakRef: a
-  // long-lived signal must not keep a dropped body from being collected (and its lease released).
+  // A WeakRef: a long-lived signal (through the abort hook) must not keep a dropped body from
+  // being collected, and its lease released.
   let wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
   let aborted = false;
-  const onAbort = (): void => {
-    aborted = true;
-    tracker.settle("cancelled", signal?.reason);
-    wrapper?.deref()?.error(signal?.reason);
-    tracker.cancelSource();
-  };
+
+  const leased = new LeasedBody<Uint8Array>(
+    lease,
+    reader === undefined ? EMPTY : readerSource(reader),
+    {
+      chunk(value) {
+        if (ttftMs === null && value.byteLength > 0) {
+          ttftMs = clock.now() - startMs;
+          // An error body is no answer: the router's TTFT and prefix index only count answers.
+          if (status < 400) lease.firstByte();
+        }
+        usage?.push(value);
+      },
+      end() {
+        const info = usage?.result();
+        const outcome = outcomeOfStatus(status);
+        return { outcome: outcome === "success" && usage?.sawError === true ? "server-error" : outcome, info };
+      },
+      failed: () => (signal?.aborted === true ? "cancelled" : "connect-error"),
+      released(outcome, info, error) {
+        reportAttempt(ctx.report, lease, { status, outcome, streaming, ttftMs, durationMs: clock.now() - startMs, info, error });
+      },
+      // The body errors with the signal's reason: a reader sees the abort, never a clean end. The
+      // underlying fetch got the same signal and should error its own body, but Node 20's undici
+      // (6.x) does not when the abort lands after the whole body has arrived:
+      // its reader waits forever, and so would ours.
+      aborted(reason) {
+        aborted = true;
+        wrapper?.deref()?.error(reason);
+      },
+    },
+    ctx.registry,
+  );
 
   if (reader === undefined) {
-    tracker.settle(outcomeOfStatus(status));
+    leased.end();
     return withTargetHeader(response, null, lease.target.id);
   }
 
@@ -134,41 +133,27 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
       wrapper = new WeakRef(controller);
     },
     async pull(controller) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
+      let chunk: Awaited<ReturnType<typeof leased.read>>;
       try {
-        chunk = await reader.read();
+        chunk = await leased.read();
       } catch (error) {
-        tracker.settle(signal?.aborted === true ? "cancelled" : "connect-error", error);
         controller.error(error);
         return;
       }
       if (aborted) return; // the body already errored with the abort
-      if (chunk.done) {
-        tracker.settle(outcomeOfStatus(status));
-        controller.close();
-        return;
-      }
-      const value = chunk.value;
-      if (ttftMs === null && value.byteLength > 0) {
-        ttftMs = clock.now() - startMs;
-        // An error body is no answer: the router's TTFT and prefix index only count answers.
-        if (status < 400) lease.firstByte();
-      }
-      usage?.push(value);
-      controller.enqueue(value);
+      if (chunk.done) controller.close();
+      else controller.enqueue(chunk.value);
     },
     cancel(reason) {
-      tracker.settle("cancelled", reason);
-      return reader.cancel(reason);
+      return leased.cancel(reason);
     },
   });
-  if (signal != null) {
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-  }
-  if (!settled) ctx.registry.register(body, tracker, tracker);
+  leased.attach(body, signal);
   return withTargetHeader(response, body, lease.target.id);
 }
+
+/** The source of a response without a body: ended before anyone reads. */
+const EMPTY = { read: async () => ({ done: true as const }), close: async () => {} };
 
 function withTargetHeader(response: Response, body: ReadableStream<Uint8Array> | null, targetId: string): Response {
   const headers = new Headers(response.headers);

@@ -6,8 +6,9 @@
  * Only types come from `openai`: it is an optional peer dependency.
  */
 import { describe } from "../internal/validate.js";
-import { ROUTER } from "../adapter.js";
-import { type FetchLike, type OpenAITarget, type RoutedFetchOptions, buildRoutedFetch } from "./routed-fetch.js";
+import { carryRouter } from "../adapter/handle.js";
+import { buildRoutedFetch } from "./routed-fetch.js";
+import type { FetchLike, OpenAITarget, RoutedFetchOptions } from "./types.js";
 
 /**
  * What {@link routeOpenAI} needs from a client: a `baseURL` and `withOptions()`. `OpenAI` and
@@ -84,7 +85,5 @@ export async function routeOpenAI<C extends RoutableClient, T extends OpenAITarg
     },
     true,
   );
-  const next = client.withOptions({ fetch: routed.fetch }) as C;
-  Object.defineProperty(next, ROUTER, { value: routed.router });
-  return next;
+  return carryRouter(client.withOptions({ fetch: routed.fetch }) as C, routed.router);
 }

@@ -12,102 +12,20 @@
  * key's next target, up to `attempts` in total, through the shared `withAttempts`. Once response
  * headers have arrived nothing is retried, so no request runs twice.
  */
+import { withAttempts } from "../adapter/attempts.js";
+import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
+import { parseObject } from "../adapter/json.js";
+import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
+import { checkTargetFields } from "../adapter/targets.js";
 import { RouterError, isRouterError } from "../errors.js";
-import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
-import { withAttempts } from "../internal/attempts.js";
-import { checkFunction, checkInteger, describe } from "../internal/validate.js";
-import { type Clock, type Lease, type LeaseOutcome, type PickKind, type RouteRequest, type Router, type TargetSpec } from "../types.js";
-import { type RouterOptions } from "../options.js";
+import { checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
-import { type AbandonRegistry, newAbandonRegistry, trackResponse } from "./body.js";
-import { judgeFetchError } from "../internal/failures.js";
+import type { Clock, Lease, RouteRequest, Router } from "../types.js";
+import { reportAttempt, trackResponse } from "./body.js";
+import { judgeFetchError } from "./failures.js";
+import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
-/** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
-export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
-
-/** A replica of an OpenAI-compatible server (vLLM, SGLang, TGI, …). */
-export interface OpenAITarget extends TargetSpec {
-  /**
-   * Absolute `http:` or `https:` URL the OpenAI-compatible API lives under, as you would pass it
-   * to the openai client, e.g. `"http://10.0.0.7:8000/v1"`.
-   */
-  readonly baseURL: string;
-  /**
-   * Headers set on every request to this target, over the client's own (for example a
-   * per-replica `Authorization`).
-   * @default {}
-   */
-  readonly headers?: Readonly<Record<string, string>>;
-}
-
-/** What one attempt of a routed request did, as passed to {@link RoutedFetchOptions.onRequestEnd}. */
-export interface RoutedRequestInfo<T extends OpenAITarget = OpenAITarget> {
-  target: T;
-  /** How the target was picked. */
-  kind: PickKind;
-  /** Position of the target in the key's ranking (0 = first choice). */
-  rank: number;
-  /** 1-based attempt number; above 1 after a connection failure on another target. */
-  attempt: number;
-  /** HTTP status; `undefined` when the attempt failed before any response. */
-  status: number | undefined;
-  /** How the lease ended. */
-  outcome: LeaseOutcome;
-  /** True for a `text/event-stream` response. */
-  streaming: boolean;
-  /** Time to the first body byte (TTFT for streams), ms; `null` when no byte arrived. */
-  ttftMs: number | null;
-  /** From sending the request to the end of the body (or the failure), ms. */
-  durationMs: number;
-  /** Prompt tokens, when the server reported cached tokens too. */
-  promptTokens: number | undefined;
-  /** Cached prompt tokens (`usage.prompt_tokens_details.cached_tokens`), when reported. */
-  cachedTokens: number | undefined;
-  /** The error that ended the attempt (connection failure, abort reason), if any. */
-  error: unknown;
-}
-
-/** Options of {@link createRoutedFetch}: every router option, plus how requests are sent. */
-export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> extends RouterOptions<T> {
-  /** The replicas. Each has a unique `id` and a `baseURL`; `weight`, `models` and `headers` are optional. */
-  targets: readonly T[];
-  /**
-   * The `fetch` that sends requests to the targets.
-   * @default globalThis.fetch
-   */
-  fetch?: FetchLike;
-  /**
-   * The base URL the calling client is configured with. A request URL under it is routed and
-   * keeps the part after it (appended to the target's `baseURL`); a URL elsewhere is passed to
-   * `fetch` unchanged. Without it every request is routed, and a path that starts with the
-   * chosen target's base path (`/v1/chat/completions` for a target at `…/v1`) keeps only what
-   * follows it.
-   * @default undefined
-   */
-  baseURL?: string;
-  /**
-   * Attempts per request, from 1 to 16: a connection failure before any response is retried on
-   * the key's next target until this many targets were tried. Requests whose body is a stream
-   * (not replayable) get one attempt.
-   * @default 2
-   */
-  attempts?: number;
-  /**
-   * Called once per attempt when its lease ends, with the target, pick kind, status, outcome,
-   * TTFT, duration and token usage. Synchronous; an exception it throws is ignored, so metrics
-   * never break a request.
-   * @default undefined
-   */
-  onRequestEnd?: (info: RoutedRequestInfo<T>) => void;
-}
-
-/** What {@link createRoutedFetch} returns. */
-export interface RoutedFetch<T extends OpenAITarget = OpenAITarget> {
-  /** A drop-in `fetch`. Hand it to any client that accepts one. */
-  fetch: FetchLike;
-  /** The router behind it: `stats()`, `setTargets()`, `rank()`. */
-  router: Router<T>;
-}
+// Kept for modules that import these types from here (src/demo/demo.ts); their home is ./types.ts.
 
 
 /**
@@ -145,7 +63,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   if (typeof underlying !== "function") {
     throw new TypeError("Expected `fetch` to be a function: globalThis.fetch is not available, pass `fetch`");
   }
-  const attempts = checkInteger("attempts", options.attempts ?? DEFAULT_ATTEMPTS, 1, MAX_ATTEMPTS);
+  const attempts = checkAttempts(options.attempts ?? DEFAULT_ATTEMPTS);
   const clientBase = options.baseURL === undefined ? undefined : parseBase("baseURL", options.baseURL);
   const report =
     options.onRequestEnd === undefined
@@ -154,8 +72,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
   const router = await createRouter<T>(routerOptions);
   const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
-  const fetch: FetchLike = (input, init) => sender.fetch(input, init);
-  Object.defineProperty(fetch, ROUTER, { value: router });
+  const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
 
@@ -185,12 +102,7 @@ function parseBase(name: string, value: unknown): Base {
 }
 
 function validateOpenAITargets(targets: unknown): void {
-  if (!Array.isArray(targets)) {
-    throw new TypeError(`Expected \`targets\` to be an array, got ${describe(targets)}`);
-  }
-  targets.forEach((t: unknown, i: number) => {
-    if (t === null || typeof t !== "object") return; // the router names it
-    const { baseURL, headers } = t as OpenAITarget;
+  checkTargetFields<OpenAITarget>(targets, ({ baseURL, headers }, i) => {
     parseBase(`targets[${i}].baseURL`, baseURL);
     if (headers !== undefined) {
       if (headers === null || typeof headers !== "object" || Array.isArray(headers)) {
@@ -225,7 +137,7 @@ interface Outgoing {
 
 class RoutedSender<T extends OpenAITarget> {
   private readonly bases = new WeakMap<T, Base>();
-  private readonly registry: AbandonRegistry = newAbandonRegistry();
+  private readonly registry: LeaseRegistry = newLeaseRegistry();
 
   constructor(
     readonly router: Router<T>,
@@ -270,25 +182,9 @@ class RoutedSender<T extends OpenAITarget> {
       response = await this.underlying.call(undefined, url, { ...out.init, headers });
     } catch (error) {
       if (this.report !== undefined) {
-        const verdict = judgeFetchError(error, out.signal);
-        try {
-          this.report({
-            target,
-            kind: lease.kind,
-            rank: lease.rank,
-            attempt: lease.attempt,
-            status: undefined,
-            outcome: verdict.outcome,
-            streaming: false,
-            ttftMs: null,
-            durationMs: this.clock.now() - startMs,
-            promptTokens: undefined,
-            cachedTokens: undefined,
-            error,
-          });
-        } catch {
-          // A metrics hook must never break a request.
-        }
+        const { outcome } = judgeFetchError(error, out.signal);
+        const durationMs = this.clock.now() - startMs;
+        reportAttempt(this.report, lease, { status: undefined, outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
       }
       throw error;
     }
@@ -365,8 +261,6 @@ interface Relative {
   stripTargetPath: boolean;
 }
 
-const decoder = new TextDecoder();
-
 /** Parses a JSON object body for routing; says whether the body can be sent again. */
 function readBody(body: RequestInit["body"]): {
   parsed: Record<string, unknown> | undefined;
@@ -374,16 +268,11 @@ function readBody(body: RequestInit["body"]): {
   replayable: boolean;
 } {
   if (body === undefined || body === null) return { parsed: undefined, raw: undefined, replayable: true };
-  let text: string | undefined;
-  let raw: string | Uint8Array | undefined;
+  let raw: string | Uint8Array;
   if (typeof body === "string") {
-    text = body;
     raw = body;
   } else if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) {
-    const bytes =
-      body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
-    raw = bytes;
-    if (firstNonSpace(bytes) === 0x7b) text = decoder.decode(bytes);
+    raw = body instanceof ArrayBuffer ? new Uint8Array(body) : new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
   } else if (
     (typeof URLSearchParams !== "undefined" && body instanceof URLSearchParams) ||
     (typeof FormData !== "undefined" && body instanceof FormData) ||
@@ -394,21 +283,8 @@ function readBody(body: RequestInit["body"]): {
     // A ReadableStream or async iterable: sent once, never read here.
     return { parsed: undefined, raw: undefined, replayable: false };
   }
-  let parsed: Record<string, unknown> | undefined;
-  if (text !== undefined && text.trimStart().startsWith("{")) {
-    try {
-      const value: unknown = JSON.parse(text);
-      if (value !== null && typeof value === "object" && !Array.isArray(value)) parsed = value as Record<string, unknown>;
-    } catch {
-      // Not JSON: the request has no prompt to route on.
-    }
-  }
-  return { parsed, raw, replayable: true };
-}
-
-function firstNonSpace(bytes: Uint8Array): number {
-  for (const b of bytes) if (b !== 0x20 && b !== 0x0a && b !== 0x0d && b !== 0x09) return b;
-  return -1;
+  // A body that is no JSON object has no prompt to route on; bytes mode may still hash it.
+  return { parsed: parseObject(raw), raw, replayable: true };
 }
 
 function abortReason(signal: AbortSignal): unknown {

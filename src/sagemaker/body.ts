@@ -1,12 +1,10 @@
 /**
- * Request and response bodies of the SageMaker adapter: the request body read once into memory
- * (so every attempt can resend it), its canonical JSON form for the wire, and the token usage a
- * response reports.
+ * Request bodies of the SageMaker adapter: read once into memory (so every attempt can resend
+ * it), and their canonical JSON form for the wire.
  */
 import { canonicalize, parseJson } from "../canonical-json.js";
-import type { ReleaseInfo } from "../types.js";
 import { describe } from "../internal/validate.js";
-import { JSON_TAIL_BYTES, findUsage, usageOf } from "../internal/usage.js";
+import { mayBeJson } from "../adapter/json.js";
 
 const encoder = new TextEncoder();
 
@@ -82,7 +80,7 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   if (contentType !== undefined && contentType !== null && !(typeof contentType === "string" && JSON_MEDIA_TYPE.test(contentType))) {
     return { routing: body, wire: body };
   }
-  if (!looksLikeJson(body)) return { routing: body, wire: body };
+  if (!mayBeJson(body)) return { routing: body, wire: body };
   let value: unknown;
   try {
     value = parseJson(body);
@@ -90,95 +88,4 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
     return { routing: body, wire: body };
   }
   return { routing: value, wire: encoder.encode(canonicalize(value)) };
-}
-
-/** First non-whitespace character opens a JSON text: skips decoding CSV or binary bodies. */
-function looksLikeJson(body: string | Uint8Array): boolean {
-  for (let i = 0; i < body.length; i++) {
-    const c = typeof body === "string" ? body.charCodeAt(i) : (body[i] as number);
-    if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) continue;
-    return JSON_START.has(c);
-  }
-  return false;
-}
-
-const JSON_START = new Set([..."{[\"-0123456789tfn"].map((c) => c.charCodeAt(0)));
-
-/**
- * Usage of a whole response body (the OpenAI adapter's reading: the last `"usage": {…}` in the
- * body's tail, reported only when it carries `cached_tokens`); `undefined` for other bodies.
- */
-export function usageOfBody(body: unknown): ReleaseInfo | undefined {
-  if (!(body instanceof Uint8Array) || body.length === 0) return undefined;
-  const tail = body.length > JSON_TAIL_BYTES ? body.subarray(body.length - JSON_TAIL_BYTES) : body;
-  return findUsage(decoder.decode(tail));
-}
-
-/** A streamed line longer than this is not kept for usage parsing. */
-const MAX_LINE_BYTES = 1024 * 1024;
-const decoder = new TextDecoder();
-
-/**
- * Finds the last usage report in a streamed response, whatever way its payload parts are cut:
- * server-sent events (`data: {…}`), JSON lines, or one JSON object per part. Only lines that
- * mention `"usage"` are parsed; memory is bounded by one line.
- */
-export class StreamUsage {
-  private readonly decoder = new TextDecoder();
-  private line = "";
-  private overflow = false;
-  private found: ReleaseInfo | undefined;
-
-  feed(bytes: Uint8Array | undefined): void {
-    if (bytes === undefined || bytes.length === 0) return;
-    const text = this.decoder.decode(bytes, { stream: true });
-    let start = 0;
-    for (let nl = text.indexOf("\n", start); nl !== -1; nl = text.indexOf("\n", start)) {
-      this.append(text.slice(start, nl));
-      this.flush();
-      start = nl + 1;
-    }
-    this.append(text.slice(start));
-    // A part that is one whole JSON object (no newline framing) is complete on its own.
-    if (!this.overflow && this.line.endsWith("}") && this.line.trimStart().startsWith("{")) {
-      if (this.tryParse(this.line, false)) this.line = "";
-    }
-  }
-
-  /** The last usage seen, after reading what is left of the stream. */
-  finish(): ReleaseInfo | undefined {
-    this.append(this.decoder.decode());
-    this.flush();
-    return this.found;
-  }
-
-  private append(s: string): void {
-    if (this.overflow || s.length === 0) return;
-    if (this.line.length + s.length > MAX_LINE_BYTES) {
-      this.overflow = true;
-      this.line = "";
-      return;
-    }
-    this.line += s;
-  }
-
-  private flush(): void {
-    if (!this.overflow) this.tryParse(this.line, true);
-    this.line = "";
-    this.overflow = false;
-  }
-
-  /** True when `raw` was one whole JSON object (its usage, if any, recorded). */
-  private tryParse(raw: string, onlyWithUsage: boolean): boolean {
-    let s = raw.trim();
-    if (s.startsWith("data:")) s = s.slice(5).trimStart();
-    if (!s.startsWith("{") || (onlyWithUsage && !s.includes('"usage"'))) return false;
-    try {
-      const info = usageOf(JSON.parse(s));
-      if (info !== undefined) this.found = info;
-      return true;
-    } catch {
-      return false;
-    }
-  }
 }

@@ -1,11 +1,11 @@
 /**
  * How a failed SageMaker Runtime call is judged: may it go to the key's next target, and what
- * does it say about the target (passive ejection)? Connection failures are judged exactly as the
- * OpenAI adapter judges them (same codes, same code).
+ * does it say about the target (passive ejection)? Connection failures are judged by the rules
+ * both adapters share (`judgeConnection`).
  *
  * Retried, because the model never ran the request:
  * - a connection failure before any response (refused, reset, DNS, unreachable, connect
- *   timeout: the OpenAI adapter's `RETRYABLE_CODES`);
+ *   timeout: the shared `RETRYABLE_CODES`);
  * - `ServiceUnavailable` (503) and `ModelNotReadyException`: SageMaker's own "not now, try
  *   again" answers.
  *
@@ -14,8 +14,8 @@
  * failing response stream, aborts. Errors are told apart by `name` / `code` / `$fault`, never by
  * message text.
  */
-import type { AttemptFailure } from "../internal/attempts.js";
-import { RETRYABLE_CODES, connectionCode } from "../internal/failures.js";
+import type { AttemptFailure } from "../adapter/attempts.js";
+import { judgeConnection } from "../adapter/failures.js";
 
 /** SageMaker error names that mean the request did not run and may go elsewhere. */
 const RETRYABLE_NAMES: ReadonlySet<string> = new Set(["ServiceUnavailable", "ModelNotReadyException"]);
@@ -32,11 +32,9 @@ export function judgeSageMakerError(error: unknown): AttemptFailure {
   if (RETRYABLE_NAMES.has(name)) return { retry: true, outcome: "server-error" };
   if (STREAM_FAILURES.has(name)) return { retry: false, outcome: "server-error" };
 
-  const code = connectionCode(error);
-  if (code !== undefined) {
-    // `$response` is set once headers arrived: the body broke off, the model may have run.
-    return { retry: RETRYABLE_CODES.has(code) && e.$response === undefined, outcome: "connect-error" };
-  }
+  // `$response` is set once headers arrived: the body broke off, the model may have run.
+  const connection = judgeConnection(error, e.$response !== undefined);
+  if (connection !== undefined) return connection;
   if (name === "TimeoutError") return { retry: false, outcome: "server-error" };
 
   if (name === "ModelError") {

@@ -21,15 +21,18 @@ import type {
   InvokeEndpointWithResponseStreamCommandOutput,
   SageMakerRuntimeClient,
 } from "@aws-sdk/client-sagemaker-runtime";
-import { withAttempts } from "../internal/attempts.js";
-import { checkInteger, describe } from "../internal/validate.js";
-import { type Lease, type RouteRequest, type Router, type TargetSpec } from "../types.js";
+import { withAttempts } from "../adapter/attempts.js";
+import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
+import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
+import { checkTargetFields } from "../adapter/targets.js";
+import { usageOfBody } from "../adapter/usage.js";
+import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets } from "../options.js";
 import { createRouter } from "../router.js";
-import { prepareBody, readBody, usageOfBody } from "./body.js";
+import type { Lease, RouteRequest, Router, TargetSpec } from "../types.js";
+import { prepareBody, readBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
-import { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, ROUTER } from "../adapter.js";
-import { LeasedEventStream, type StreamRegistry, newStreamRegistry } from "./stream.js";
+import { LeasedEventStream } from "./stream.js";
 
 /**
  * A SageMaker destination: an endpoint, optionally one production variant of it or one
@@ -126,7 +129,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   if (typeof canonicalizeBody !== "boolean") {
     throw new TypeError(`Expected \`canonicalizeBody\` to be a boolean, got ${describe(canonicalizeBody)}`);
   }
-  checkInteger("attempts", attempts, 1, MAX_ATTEMPTS);
+  checkAttempts(attempts);
   const mode = (routerOptions as { mode?: unknown }).mode;
   if (mode !== undefined && mode !== "bytes") {
     throw new RangeError(`Expected \`mode\` to be "bytes" (SageMaker's Invoke API routes on body bytes) or absent, got ${describe(mode)}`);
@@ -134,7 +137,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   validateSageMakerTargets(options.targets);
   const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
   const router = sageMakerRouter(core);
-  const send = routedSend(client, core, canonicalizeBody, attempts, newStreamRegistry());
+  const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry());
 
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -169,8 +172,7 @@ function sageMakerRouter(core: Router<SageMakerTarget>): Router<SageMakerTarget>
 
 function validateSageMakerTargets(targets: unknown): void {
   validateTargets(targets);
-  (targets as unknown[]).forEach((t, i) => {
-    const { endpointName, targetVariant, inferenceComponentName, client } = t as Partial<SageMakerTarget>;
+  checkTargetFields<SageMakerTarget>(targets, ({ endpointName, targetVariant, inferenceComponentName, client }, i) => {
     if (typeof endpointName !== "string" || endpointName.length === 0) {
       throw new TypeError(`Expected \`targets[${i}].endpointName\` to be a non-empty string, got ${describe(endpointName)}`);
     }
@@ -230,7 +232,7 @@ function routedSend(
   router: Router<SageMakerTarget>,
   canonicalizeBody: boolean,
   attempts: number,
-  registry: StreamRegistry,
+  registry: LeaseRegistry,
 ): LooseSend {
   const passThrough = client.send.bind(client) as LooseSend;
 
@@ -332,7 +334,7 @@ function finishResponse(output: InvokeEndpointCommandOutput, lease: Lease<SageMa
 function holdStream(
   output: InvokeEndpointWithResponseStreamCommandOutput,
   lease: Lease<SageMakerTarget>,
-  registry: StreamRegistry,
+  registry: LeaseRegistry,
 ): InvokeEndpointWithResponseStreamCommandOutput {
   if (output.Body === undefined) {
     lease.release("success");

@@ -1,56 +1,23 @@
 /**
  * The response stream of `InvokeEndpointWithResponseStream`, wrapped so that the lease is held
- * exactly as long as the stream is: released once when the stream ends ("success", with the usage
- * the payload reported), fails (judged like any failure; never retried, output may have begun) or
- * the consumer stops iterating (`break`, `return()`: "cancelled"). A stream dropped without
- * being read to the end is released ("cancelled") when it is garbage-collected, as the OpenAI
- * adapter does for response bodies.
+ * exactly as long as the stream is (the shared {@link LeasedBody}): released once when the
+ * stream ends ("success", with the usage the payload reported), fails (judged like any failure;
+ * never retried, output may have begun), the consumer stops iterating (`break`, `return()`,
+ * `throw()`: "cancelled"), or the stream is dropped unread and garbage-collected ("cancelled").
  */
 import type { ResponseStream } from "@aws-sdk/client-sagemaker-runtime";
+import { type LeaseRegistry, LeasedBody, type LeasedBodyHooks, iterableSource } from "../adapter/leased-body.js";
+import { StreamUsageScanner } from "../adapter/usage.js";
 import type { Lease } from "../types.js";
-import { StreamUsage } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
-
-/** What the abandon registry holds: the lease and the source, never the wrapper itself. */
-interface Held {
-  lease: Lease;
-  iterator: AsyncIterator<ResponseStream> | undefined;
-}
-
-/** Releases the lease of a stream dropped unread; one registry per routed client. */
-export type StreamRegistry = FinalizationRegistry<Held>;
-
-/** A registry whose finalizer ends an abandoned stream's lease as "cancelled" and closes its source. */
-export function newStreamRegistry(): StreamRegistry {
-  return new FinalizationRegistry<Held>((held) => {
-    if (held.lease.released) return;
-    held.lease.release("cancelled");
-    held.iterator?.return?.().catch(() => undefined);
-  });
-}
 
 /** An event stream that releases its lease when it ends, fails or is abandoned. */
 export class LeasedEventStream implements AsyncIterableIterator<ResponseStream> {
-  private readonly held: Held;
-  private readonly usage = new StreamUsage();
-  private finished = false;
+  private readonly body: LeasedBody<ResponseStream>;
 
-  constructor(
-    private readonly source: AsyncIterable<ResponseStream>,
-    private readonly lease: Lease,
-    private readonly registry: StreamRegistry,
-  ) {
-    this.held = { lease, iterator: undefined };
-    registry.register(this, this.held, this);
-  }
-
-  private get iterator(): AsyncIterator<ResponseStream> | undefined {
-    return this.held.iterator;
-  }
-
-  private end(): void {
-    this.finished = true;
-    this.registry.unregister(this);
+  constructor(source: AsyncIterable<ResponseStream>, lease: Lease, registry: LeaseRegistry) {
+    this.body = new LeasedBody(lease, iterableSource(source), eventHooks(lease), registry);
+    this.body.attach(this);
   }
 
   /** One pass, like the SDK's own stream: every call returns this iterator. */
@@ -59,46 +26,35 @@ export class LeasedEventStream implements AsyncIterableIterator<ResponseStream> 
   }
 
   async next(): Promise<IteratorResult<ResponseStream, undefined>> {
-    if (this.finished) return { done: true, value: undefined };
-    let result: IteratorResult<ResponseStream>;
-    try {
-      this.held.iterator ??= this.source[Symbol.asyncIterator]();
-      result = await this.held.iterator.next();
-    } catch (error) {
-      this.end();
-      this.lease.release(judgeSageMakerError(error).outcome);
-      throw error;
-    }
-    if (result.done === true) {
-      this.end();
-      this.lease.release("success", this.usage.finish());
-      return { done: true, value: undefined };
-    }
-    const event = result.value;
-    if (event.PayloadPart !== undefined) {
-      this.lease.firstByte();
-      this.usage.feed(event.PayloadPart.Bytes);
-    }
-    return { done: false, value: event };
+    return this.body.read();
   }
 
   /** The consumer stopped early (`break` in `for await`): release first, then close the source. */
   async return(): Promise<IteratorResult<ResponseStream, undefined>> {
-    if (!this.finished) {
-      this.end();
-      this.lease.release("cancelled");
-      await this.iterator?.return?.();
-    }
+    await this.body.cancel();
     return { done: true, value: undefined };
   }
 
   /** The consumer threw into the stream: release, close the source, rethrow. */
   async throw(error?: unknown): Promise<IteratorResult<ResponseStream, undefined>> {
-    if (!this.finished) {
-      this.end();
-      this.lease.release("cancelled");
-      await this.iterator?.return?.();
-    }
+    await this.body.cancel();
     throw error;
   }
+}
+
+/**
+ * What the stream's events mean for the lease. Outside the class, so that nothing the lease's
+ * finalizer holds refers to the stream it watches.
+ */
+function eventHooks(lease: Lease): LeasedBodyHooks<ResponseStream> {
+  const usage = new StreamUsageScanner();
+  return {
+    chunk(event) {
+      if (event.PayloadPart === undefined) return;
+      lease.firstByte();
+      if (event.PayloadPart.Bytes !== undefined) usage.push(event.PayloadPart.Bytes);
+    },
+    end: () => ({ outcome: "success", info: usage.result() }),
+    failed: (error) => judgeSageMakerError(error).outcome,
+  };
 }

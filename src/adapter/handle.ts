@@ -1,8 +1,9 @@
 /**
- * What the OpenAI and SageMaker adapters share: the attempts bounds and the way a routed client
- * carries its router.
+ * The handle every routed client carries: the router behind it (found again with
+ * {@link getRouter}) and the bounds of its `attempts` option, the same for both adapters.
  */
-import type { Router, TargetSpec } from "./types.js";
+import { checkInteger } from "../internal/validate.js";
+import type { Router, TargetSpec } from "../types.js";
 
 /** Default number of targets a request may try when connections fail before any response. */
 export const DEFAULT_ATTEMPTS = 2;
@@ -11,6 +12,17 @@ export const MAX_ATTEMPTS = 16;
 
 /** @internal Where the router is kept on a routed fetch and a routed client; `Symbol.for`, so copies of the package agree. */
 export const ROUTER = Symbol.for("prefix-router.router");
+
+/** @internal Checks an adapter's `attempts` option against the bounds both adapters document. */
+export function checkAttempts(value: unknown): number {
+  return checkInteger("attempts", value, 1, MAX_ATTEMPTS);
+}
+
+/** @internal Puts `router` on `holder` (a routed fetch or client) for {@link getRouter}; read-only, not enumerable. */
+export function carryRouter<H extends object, T extends TargetSpec>(holder: H, router: Router<T>): H {
+  Object.defineProperty(holder, ROUTER, { value: router });
+  return holder;
+}
 
 /**
  * The router behind a routed OpenAI client (also a copy made from it with `withOptions`, or a

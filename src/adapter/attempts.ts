@@ -29,8 +29,10 @@ export async function withAttempts<T extends TargetSpec, R>(
   judge: (error: unknown) => AttemptFailure,
 ): Promise<R> {
   const tried = new Set<string>();
+  // Read once: every attempt routes the same prepared request (no second parse or hash).
+  const prepared = router.prepare(request);
   for (let attempt = 1; ; attempt++) {
-    const lease = router.route(request, { exclude: tried, attempt });
+    const lease = router.route(prepared, { exclude: tried, attempt });
     try {
       return await send(lease);
     } catch (error) {
@@ -38,7 +40,7 @@ export async function withAttempts<T extends TargetSpec, R>(
       lease.release(verdict.outcome);
       tried.add(lease.target.id);
       // The last attempt's own error reaches the caller: it says what went wrong.
-      if (!verdict.retry || attempt >= maxAttempts || tried.size >= router.rank(request).targets.length) throw error;
+      if (!verdict.retry || attempt >= maxAttempts || tried.size >= prepared.eligibleCount()) throw error;
     }
   }
 }

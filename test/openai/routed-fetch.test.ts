@@ -1,6 +1,6 @@
 /**
  * createRoutedFetch with a fake `fetch` at the edge: URL rewriting, headers, routing facts,
- * retries, and every way a lease can end. The fleet tests (openai-fleet.test.ts) run the same
+ * retries, and every way a lease can end. The fleet tests (client.test.ts) run the same
  * paths over real HTTP with the real openai client.
  */
 import { setFlagsFromString } from "node:v8";

@@ -1,14 +1,19 @@
 /**
- * Token usage read from a response body while it streams past, without buffering it.
+ * Token usage read from a response body while it streams past, without buffering it: one reader
+ * for the OpenAI adapter's response bodies and the SageMaker adapter's responses and response
+ * streams.
  *
- * - Server-sent events (`text/event-stream`): lines are split incrementally; only a `data:` line
- *   that contains `"usage"` followed by an object is parsed (OpenAI and vLLM send `usage` in the
- *   last chunk when `stream_options.include_usage` is set; the Responses API sends it in
- *   `response.completed`). A data line that is an `{"error": …}` object marks the stream as a
- *   server error. Cost: one UTF-8 decode and one substring search per chunk; memory: one
- *   partial line.
- * - JSON: the last {@link JSON_TAIL_BYTES} bytes are kept (OpenAI-style bodies put `usage` after
- *   the choices / data / output), and the last `"usage": {…}` object in them is parsed.
+ * - Streams ({@link StreamUsageScanner}): server-sent events (`text/event-stream`), JSON lines,
+ *   or one JSON object per part, however the parts are cut. Lines are split incrementally; a
+ *   line that is a JSON object, behind `data:` or bare, is parsed only when it contains `"usage"`
+ *   followed by an object (OpenAI and vLLM send `usage` in the last chunk when
+ *   `stream_options.include_usage` is set; the Responses API sends it in `response.completed`;
+ *   TGI-style servers in their last JSON line). A line that is an `{"error": …}` object marks
+ *   the stream as a server error. Cost: one UTF-8 decode and one substring search per line;
+ *   memory: one partial line, at most {@link MAX_LINE} characters.
+ * - Whole JSON bodies ({@link JsonUsageScanner}, {@link usageOfBody}): the last
+ *   {@link JSON_TAIL_BYTES} bytes are kept (OpenAI-style bodies put `usage` after the choices /
+ *   data / output), and the last `"usage": {…}` object in them is parsed.
  *
  * Usage is reported only when the server sends `cached_tokens`
  * (`usage.prompt_tokens_details.cached_tokens`, or `usage.input_tokens_details.cached_tokens` on
@@ -16,16 +21,17 @@
  * `null` instead of pretending nothing was cached.
  */
 import type { ReleaseInfo } from "../types.js";
+import { isJsonSpace } from "./json.js";
 
 /** Bytes of a JSON body kept to find its `usage`. */
 export const JSON_TAIL_BYTES = 64 * 1024;
-/** Longest SSE line scanned; a longer line (say, a huge `response.completed`) is skipped. */
-export const MAX_SSE_LINE = 8 * 1024 * 1024;
+/** Longest streamed line scanned; a longer line (say, a huge `response.completed`) is skipped. */
+export const MAX_LINE = 8 * 1024 * 1024;
 
 /** Reads usage out of a body chunk by chunk. */
 export interface UsageScanner {
   push(chunk: Uint8Array): void;
-  /** Usage found so far (call once the body has ended). */
+  /** Usage found, once the body has ended (call it once). */
   result(): ReleaseInfo | undefined;
   /** True when the stream carried an error event. */
   readonly sawError: boolean;
@@ -35,7 +41,7 @@ export interface UsageScanner {
 export function scannerFor(contentType: string | null): UsageScanner | undefined {
   if (contentType === null) return undefined;
   const type = contentType.toLowerCase();
-  if (type.includes("text/event-stream")) return new SseUsageScanner();
+  if (type.includes("text/event-stream")) return new StreamUsageScanner();
   if (type.includes("json")) return new JsonUsageScanner();
   return undefined;
 }
@@ -62,67 +68,74 @@ function readUsage(usage: unknown): ReleaseInfo | undefined {
 /** `"usage"` followed by an object (not `null`): the only lines worth parsing. */
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 
-class SseUsageScanner implements UsageScanner {
+/** Finds the last usage report in a streamed body; see the file's header for the framings it reads. */
+export class StreamUsageScanner implements UsageScanner {
   private readonly decoder = new TextDecoder();
-  private carry = "";
-  private skipping = false;
+  private line = "";
+  /** The current line outgrew {@link MAX_LINE}: it is dropped up to its newline. */
+  private overflow = false;
   private found: ReleaseInfo | undefined;
   sawError = false;
 
   push(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
     const text = this.decoder.decode(chunk, { stream: true });
     let start = 0;
-    for (;;) {
-      const nl = text.indexOf("\n", start);
-      if (nl === -1) break;
-      const piece = text.slice(start, nl);
+    for (let nl = text.indexOf("\n"); nl !== -1; nl = text.indexOf("\n", start)) {
+      this.append(text.slice(start, nl));
+      this.endLine();
       start = nl + 1;
-      if (this.skipping) {
-        this.skipping = false;
-        this.carry = "";
-        continue;
-      }
-      const line = this.carry.length === 0 ? piece : this.carry + piece;
-      this.carry = "";
-      this.line(line);
     }
-    if (start < text.length && !this.skipping) {
-      this.carry += text.slice(start);
-      if (this.carry.length > MAX_SSE_LINE) {
-        this.carry = "";
-        this.skipping = true;
-      }
-    }
-  }
-
-  private line(line: string): void {
-    if (!line.startsWith("data:")) return;
-    let i = 5;
-    while (line.charCodeAt(i) === 0x20) i++;
-    if (line.startsWith('{"error"', i)) {
-      this.sawError = true;
-      return;
-    }
-    if (!USAGE_OBJECT.test(line)) return;
-    try {
-      const info = usageOf(JSON.parse(line.slice(i)));
-      if (info !== undefined) this.found = info;
-    } catch {
-      // Not JSON: nothing to learn from this line.
+    this.append(text.slice(start));
+    // A part that is one whole JSON object without newline framing (a SageMaker payload part)
+    // is complete on its own; kept, it would run into the next part and never parse.
+    if (!this.overflow && this.line.endsWith("}") && this.line.trimStart().startsWith("{") && this.parse(this.line)) {
+      this.line = "";
     }
   }
 
   result(): ReleaseInfo | undefined {
-    if (this.carry.length > 0 && !this.skipping) {
-      const line = this.carry;
-      this.carry = "";
-      this.line(line.endsWith("\r") ? line.slice(0, -1) : line);
-    }
+    this.append(this.decoder.decode());
+    this.endLine();
     return this.found;
+  }
+
+  private append(s: string): void {
+    if (this.overflow || s.length === 0) return;
+    if (this.line.length + s.length > MAX_LINE) {
+      this.overflow = true;
+      this.line = "";
+      return;
+    }
+    this.line += s;
+  }
+
+  private endLine(): void {
+    const line = this.line;
+    const overflow = this.overflow;
+    this.line = "";
+    this.overflow = false;
+    if (overflow) return;
+    let s = line.trim();
+    if (s.startsWith("data:")) s = s.slice(5).trimStart();
+    if (s.startsWith('{"error"')) this.sawError = true;
+    else if (s.startsWith("{") && USAGE_OBJECT.test(s)) this.parse(s);
+  }
+
+  /** Parses `text` as JSON and keeps the usage it reports; false when it is not JSON. */
+  private parse(text: string): boolean {
+    try {
+      const info = usageOf(JSON.parse(text));
+      if (info !== undefined) this.found = info;
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 
-class JsonUsageScanner implements UsageScanner {
+/** Keeps the tail of a JSON body and reads its usage at the end. */
+export class JsonUsageScanner implements UsageScanner {
   private chunks: Uint8Array[] = [];
   private bytes = 0;
   readonly sawError = false;
@@ -144,9 +157,20 @@ class JsonUsageScanner implements UsageScanner {
       offset += c.length;
     }
     this.chunks = [];
-    const tail = all.length > JSON_TAIL_BYTES ? all.subarray(all.length - JSON_TAIL_BYTES) : all;
-    return findUsage(new TextDecoder().decode(tail));
+    return usageOfBody(all);
   }
+}
+
+const decoder = new TextDecoder();
+
+/**
+ * Usage of a whole response body: the last `"usage": {…}` in its last {@link JSON_TAIL_BYTES}
+ * bytes; `undefined` for anything but non-empty bytes.
+ */
+export function usageOfBody(body: unknown): ReleaseInfo | undefined {
+  if (!(body instanceof Uint8Array) || body.length === 0) return undefined;
+  const tail = body.length > JSON_TAIL_BYTES ? body.subarray(body.length - JSON_TAIL_BYTES) : body;
+  return findUsage(decoder.decode(tail));
 }
 
 /** The last parseable `"usage": {…}` object in `text` that carries token counts (at most 4 tries). */
@@ -158,10 +182,10 @@ export function findUsage(text: string): ReleaseInfo | undefined {
     end = at - 1;
     if (at > 0 && text.charCodeAt(at - 1) === 0x5c /* \ */) continue;
     let i = at + 7;
-    while (isSpace(text.charCodeAt(i))) i++;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
     if (text.charCodeAt(i) !== 0x3a /* : */) continue;
     i++;
-    while (isSpace(text.charCodeAt(i))) i++;
+    while (isJsonSpace(text.charCodeAt(i))) i++;
     if (text.charCodeAt(i) !== 0x7b /* { */) continue;
     const close = matchingBrace(text, i);
     if (close === -1) continue;
@@ -173,10 +197,6 @@ export function findUsage(text: string): ReleaseInfo | undefined {
     }
   }
   return undefined;
-}
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** Index of the `}` closing the object that opens at `open`, skipping strings; -1 if unclosed. */

@@ -22,7 +22,7 @@ import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-sage
 import type { FinalizeRequestMiddleware, SerializeMiddleware } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type RouteSageMakerOptions, type SageMakerTarget, canonicalize, getRouter, isRouterError, routeSageMaker } from "prefix-router";
-import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
+import { DEFAULT_MODEL, type FaultKnobs, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 const LORA = "support-lora";
 
@@ -224,12 +224,17 @@ describe("streaming lease", () => {
     expect(sm.router.stats().totals.inflight).toBe(0);
   });
 
-  it("releases the lease as a server error when the stream fails with ModelStreamError, and never retries it", async () => {
+  /** A routed client whose first choice for `topic` has `faults` set, and the stream it answered. */
+  async function faultyStream(topic: string, faults: Partial<FaultKnobs>) {
     const sm = await routed();
-    const body = json(chatBody("stream error", "q", 10));
+    const body = json(chatBody(topic, "q", 10));
     const first = sm.router.rank({ body }).targets[0]?.id as string;
-    await fleet.instance(first).setFaults({ streamErrorRate: 1 });
-    const out = await sm.send(invokeStream(body));
+    await fleet.instance(first).setFaults(faults);
+    return { sm, first, out: await sm.send(invokeStream(body)) };
+  }
+
+  it("releases the lease as a server error when the stream fails with ModelStreamError, and never retries it", async () => {
+    const { sm, first, out } = await faultyStream("stream error", { streamErrorRate: 1 });
     const events: unknown[] = [];
     await expect(
       (async () => {
@@ -243,11 +248,7 @@ describe("streaming lease", () => {
   });
 
   it("releases the lease as a connection failure when the connection is reset mid-stream", async () => {
-    const sm = await routed();
-    const body = json(chatBody("stream reset", "q", 10));
-    const first = sm.router.rank({ body }).targets[0]?.id as string;
-    await fleet.instance(first).setFaults({ resetStreamRate: 1 });
-    const out = await sm.send(invokeStream(body));
+    const { sm, first, out } = await faultyStream("stream reset", { resetStreamRate: 1 });
     await expect(
       (async () => {
         for await (const _ of out.Body ?? []) void _;

@@ -1,6 +1,10 @@
+/**
+ * The one usage reader both adapters use: OpenAI's SSE and JSON bodies, SageMaker's payload
+ * parts (SSE, JSON lines, one object per part) and whole response bodies.
+ */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JSON_TAIL_BYTES, findUsage, scannerFor, usageOf } from "../src/internal/usage.js";
+import { JSON_TAIL_BYTES, MAX_LINE, StreamUsageScanner, findUsage, scannerFor, usageOf, usageOfBody } from "../../src/adapter/usage.js";
 
 const enc = new TextEncoder();
 
@@ -25,7 +29,7 @@ const usageChunk = `data: ${JSON.stringify({
   usage: { prompt_tokens: 900, completion_tokens: 5, total_tokens: 905, prompt_tokens_details: { cached_tokens: 768 } },
 })}\n\n`;
 
-describe("SSE usage scanner", () => {
+describe("stream usage scanner on server-sent events", () => {
   it("finds the usage chunk however the stream is cut, multi-byte text included", () => {
     const body = enc.encode(chunk("héllo ✓ 🙂") + chunk('"usage": {"prompt_tokens": 1} in text') + usageChunk + "data: [DONE]\n\n");
     fc.assert(
@@ -59,6 +63,18 @@ describe("SSE usage scanner", () => {
     scanner?.push(enc.encode(chunk("a") + `data: {"error": {"message": "boom", "code": 500}}\n\ndata: [DONE]\n\n`));
     scanner?.result();
     expect(scanner?.sawError).toBe(true);
+  });
+
+  it("skips a line longer than MAX_LINE, cut or whole, and reads the lines after it", () => {
+    const long = `data: {"usage": {"prompt_tokens": 5, "prompt_tokens_details": {"cached_tokens": 5}}, "pad": "${"x".repeat(MAX_LINE)}"}\n`;
+    for (const parts of [[long], [long.slice(0, 1000), long.slice(1000)]]) {
+      const scanner = new StreamUsageScanner();
+      for (const part of parts) scanner.push(enc.encode(part));
+      expect(scanner.result()).toBeUndefined();
+      const next = new StreamUsageScanner();
+      for (const part of [...parts, usageChunk]) next.push(enc.encode(part));
+      expect(next.result()).toEqual({ promptTokens: 900, cachedTokens: 768 });
+    }
   });
 
   it("handles a final line without a newline", () => {
@@ -106,5 +122,58 @@ describe("JSON usage scanner", () => {
   it("has no scanner for bodies that carry no usage", () => {
     expect(scannerFor(null)).toBeUndefined();
     expect(scannerFor("text/plain")).toBeUndefined();
+  });
+});
+
+describe("stream usage scanner on SageMaker payload parts, and whole bodies", () => {
+  const usage = { prompt_tokens: 1200, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 1024 } };
+  const expected = { promptTokens: 1200, cachedTokens: 1024 };
+  const sse = [
+    `data: ${JSON.stringify({ choices: [{ delta: { content: "Hi" } }] })}\n\n`,
+    `data: ${JSON.stringify({ choices: [], usage })}\n\n`,
+    "data: [DONE]\n\n",
+  ].join("");
+  const jsonLines = [
+    `${JSON.stringify({ token: { text: "a" }, generated_text: null })}\n`,
+    `${JSON.stringify({ token: { text: "b" }, generated_text: "ab", details: {}, usage })}\n`,
+  ].join("");
+
+  it("finds usage in SSE and JSON lines wherever the payload parts are cut", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(sse, jsonLines), fc.uniqueArray(fc.nat(), { maxLength: 12 }), (payload, rawCuts) => {
+        const bytes = enc.encode(payload);
+        const cuts = [...new Set(rawCuts.map((c) => c % bytes.length))].sort((a, b) => a - b);
+        const scanner = new StreamUsageScanner();
+        let from = 0;
+        for (const cut of [...cuts, bytes.length]) {
+          scanner.push(bytes.subarray(from, cut));
+          from = cut;
+        }
+        expect(scanner.result()).toEqual(expected);
+      }),
+    );
+  });
+
+  it("finds usage in parts that are each one JSON object without newlines, and keeps the last report", () => {
+    const scanner = new StreamUsageScanner();
+    scanner.push(enc.encode(JSON.stringify({ token: "a" })));
+    scanner.push(enc.encode(JSON.stringify({ usage: { prompt_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } })));
+    scanner.push(enc.encode(JSON.stringify({ token: "b" })));
+    scanner.push(enc.encode(JSON.stringify({ usage })));
+    expect(scanner.result()).toEqual(expected);
+  });
+
+  it("reports nothing without cached tokens (a server that does not count them) or without usage", () => {
+    const scanner = new StreamUsageScanner();
+    scanner.push(enc.encode(`data: ${JSON.stringify({ usage: { prompt_tokens: 10 } })}\n\n`));
+    expect(scanner.result()).toBeUndefined();
+    expect(new StreamUsageScanner().result()).toBeUndefined();
+  });
+
+  it("reads usage at the end of a whole JSON response body", () => {
+    expect(usageOfBody(enc.encode(JSON.stringify({ generated_text: "x".repeat(100_000), usage })))).toEqual(expected);
+    expect(usageOfBody(enc.encode('[{"generated_text":"no usage"}]'))).toBeUndefined();
+    expect(usageOfBody(enc.encode("not json"))).toBeUndefined();
+    expect(usageOfBody(undefined)).toBeUndefined();
   });
 });
