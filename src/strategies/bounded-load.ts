@@ -19,6 +19,7 @@
 import type { TargetSpec } from "../types.js";
 import type { Commitment, PickContext, StrategyEnv, StrategyFactory, StrategyPick, StrategySpec } from "./strategy.js";
 import { checkInteger, checkNumber, describe } from "../internal/validate.js";
+import { alignById } from "./by-id.js";
 
 /** Options of {@link boundedLoad}. */
 export interface BoundedLoadOptions {
@@ -50,16 +51,7 @@ export class ShareTracker {
   }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
-    const ids = new Set(targets.map((t) => t.id));
-    for (const id of this.byId.keys()) if (!ids.has(id)) this.byId.delete(id);
-    this.slots = targets.map((t) => {
-      let slot = this.byId.get(t.id);
-      if (slot === undefined) {
-        slot = { recent: 0, fair: 0 };
-        this.byId.set(t.id, slot);
-      }
-      return slot;
-    });
+    this.slots = alignById(this.byId, targets, () => ({ recent: 0, fair: 0 }));
   }
 
   /** Whether target i's recent picks are below `factor` × (its fair share owed + `share`). */

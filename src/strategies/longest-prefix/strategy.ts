@@ -28,6 +28,7 @@
 import type { RoutingMode } from "../../routing-input.js";
 import type { LeaseOutcome } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
+import { alignById } from "../by-id.js";
 import { leastLoaded } from "../fallback.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -116,16 +117,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   /** Aligns the per-target state with a new target list; ids that left lose their index. */
   setTargets(targets: readonly { readonly id: string }[]): void {
-    const ids = new Set(targets.map((t) => t.id));
-    for (const id of this.byId.keys()) if (!ids.has(id)) this.byId.delete(id);
-    this.slots = targets.map((t) => {
-      let slot = this.byId.get(t.id);
-      if (slot === undefined) {
-        slot = new Slot(new TargetBlocks(t.id, this.settings));
-        this.byId.set(t.id, slot);
-      }
-      return slot;
-    });
+    this.slots = alignById(this.byId, targets, (id) => new Slot(new TargetBlocks(id, this.settings)));
     this.indexes = this.slots.map((s) => s.blocks);
     this.shares.setTargets(targets);
   }
