@@ -3,6 +3,8 @@
  * `release()` runs exactly once, whatever ends the request (success, error, abort, end of
  * stream), and does nothing when called again (grpc-js `onCallStarted`/`onCallEnded`).
  */
+import { checkRelease } from "./call-checks.js";
+import type { InputKind } from "./raw-prefix.js";
 import type { Commitment } from "./strategies/strategy.js";
 import type { TargetState } from "./target-state.js";
 import type { Lease, LeaseOutcome, PickKind, ReleaseInfo, TargetSpec } from "./types.js";
@@ -28,6 +30,7 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
     readonly startMs: number,
     /** The strategy's hooks for this pick (`longest-prefix`: the prefill it queued). */
     private readonly commitment: Commitment | undefined,
+    readonly input: InputKind = "canonical",
   ) {}
 
   get released(): boolean {
@@ -42,6 +45,7 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
   }
 
   release(outcome: LeaseOutcome = "success", info?: ReleaseInfo): void {
+    checkRelease(outcome, info);
     if (this.done) return;
     this.done = true;
     this.commitment?.release?.(outcome, this.sawFirstByte);

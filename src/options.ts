@@ -2,7 +2,7 @@
  * Router options: their defaults and their validation. Messages name the option, the allowed
  * range and the value received.
  */
-import { checkFunction, checkInteger, checkNumber, checkOneOf, describe } from "./internal/validate.js";
+import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
 import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing-input.js";
 import type { EjectionPolicy } from "./target-state.js";
 import {
@@ -128,7 +128,8 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
   }
   const o = options;
   validateTargets(o.targets);
-  const seed = o.seed ?? 0;
+  // Only an absent option (undefined) takes its default: `null` is a value, and an invalid one.
+  const seed = orDefault(o.seed, 0);
   let seedBig: bigint;
   if (typeof seed === "bigint") {
     if (seed < 0n || seed > 0xffff_ffff_ffff_ffffn) {
@@ -140,38 +141,38 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
   }
   let ejection: EjectionPolicy | undefined;
   if (o.ejection !== false) {
-    const e = o.ejection ?? {};
-    if (e === null || typeof e !== "object") {
+    const e = orDefault<EjectionOptions | null>(o.ejection, {});
+    if (e === null || typeof e !== "object" || Array.isArray(e)) {
       throw new TypeError(`Expected \`ejection\` to be an object or false, got ${describe(e)}`);
     }
     ejection = {
       consecutiveFailures: checkInteger(
         "ejection.consecutiveFailures",
-        e.consecutiveFailures ?? DEFAULT_EJECTION.consecutiveFailures,
+        orDefault(e.consecutiveFailures, DEFAULT_EJECTION.consecutiveFailures),
         1,
         1_000_000,
       ),
-      baseEjectionMs: checkNumber("ejection.baseEjectionMs", e.baseEjectionMs ?? DEFAULT_EJECTION.baseEjectionMs, 0, 86_400_000),
+      baseEjectionMs: checkNumber("ejection.baseEjectionMs", orDefault(e.baseEjectionMs, DEFAULT_EJECTION.baseEjectionMs), 0, 86_400_000),
       maxEjectionMs: 0,
     };
     // The cap defaults to at least the base, so raising only the base stays valid.
     ejection.maxEjectionMs = checkNumber(
       "ejection.maxEjectionMs",
-      e.maxEjectionMs ?? Math.max(DEFAULT_EJECTION.maxEjectionMs, ejection.baseEjectionMs),
+      orDefault(e.maxEjectionMs, Math.max(DEFAULT_EJECTION.maxEjectionMs, ejection.baseEjectionMs)),
       ejection.baseEjectionMs,
       86_400_000,
     );
   }
-  const clock = o.clock ?? performance;
+  const clock = orDefault<Clock | null>(o.clock, performance);
   if (clock === null || typeof clock !== "object" || typeof clock.now !== "function") {
     throw new TypeError(`Expected \`clock\` to be an object with a now() method, got ${describe(clock)}`);
   }
   return {
     targets: o.targets,
     strategy: checkStrategySpec<T>(o.strategy),
-    mode: checkOneOf("mode", o.mode ?? DEFAULT_MODE, ["text", "bytes"] as const),
-    prefixLength: checkInteger("prefixLength", o.prefixLength ?? DEFAULT_PREFIX_LENGTH, MIN_PREFIX_LENGTH, MAX_PREFIX_LENGTH),
-    concurrencyThreshold: checkInteger("concurrencyThreshold", o.concurrencyThreshold ?? DEFAULT_CONCURRENCY_THRESHOLD, 1, 1024),
+    mode: checkOneOf("mode", orDefault(o.mode, DEFAULT_MODE), ["text", "bytes"] as const),
+    prefixLength: checkInteger("prefixLength", orDefault(o.prefixLength, DEFAULT_PREFIX_LENGTH), MIN_PREFIX_LENGTH, MAX_PREFIX_LENGTH),
+    concurrencyThreshold: checkInteger("concurrencyThreshold", orDefault(o.concurrencyThreshold, DEFAULT_CONCURRENCY_THRESHOLD), 1, 1024),
     seed: seedBig,
     random: o.random === undefined ? Math.random : checkFunction<() => number>("random", o.random),
     clock,
@@ -187,7 +188,9 @@ export function validateTargets(targets: unknown): void {
     throw new TypeError(`Expected \`targets\` to be an array, got ${describe(targets)}`);
   }
   const seen = new Set<string>();
-  targets.forEach((t: unknown, i: number) => {
+  // An index loop, not forEach: a hole in a sparse array is an entry too, and must be named.
+  for (let i = 0; i < targets.length; i++) {
+    const t: unknown = targets[i];
     if (t === null || typeof t !== "object") {
       throw new TypeError(`Expected \`targets[${i}]\` to be an object, got ${describe(t)}`);
     }
@@ -200,8 +203,14 @@ export function validateTargets(targets: unknown): void {
     if (weight !== undefined && (typeof weight !== "number" || !Number.isFinite(weight) || weight < 0)) {
       throw new RangeError(`Expected \`targets[${i}].weight\` to be a finite number >= 0, got ${describe(weight)}`);
     }
-    if (models !== undefined && (!Array.isArray(models) || !models.every((m) => typeof m === "string"))) {
+    if (models !== undefined && (!Array.isArray(models) || !isStringArray(models))) {
       throw new TypeError(`Expected \`targets[${i}].models\` to be an array of strings, got ${describe(models)}`);
     }
-  });
+  }
+}
+
+/** True when every entry, holes included, is a string. */
+function isStringArray(values: readonly unknown[]): boolean {
+  for (let i = 0; i < values.length; i++) if (typeof values[i] !== "string") return false;
+  return true;
 }

@@ -7,10 +7,12 @@
  * counters move, and a lease holds it in flight until released. Strategies are plug-ins
  * (`strategies/`): the router knows their interface, never their list.
  */
+import { checkRouteOptions } from "./call-checks.js";
 import { parseJson } from "./canonical-json.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "./options.js";
+import { type InputKind, needsRawPrefix, rawPrefixBody } from "./raw-prefix.js";
 import { KeyHasher, loadHasher, validateTenant } from "./routing-key.js";
 import { type RoutingMode, bytesPrefix, textPrefix } from "./routing-input.js";
 import { DecisionView, Snapshot } from "./snapshot.js";
@@ -69,10 +71,13 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
 class Prepared<T extends TargetSpec> implements PreparedRequest, StrategyRequest {
   constructor(
     private readonly router: PrefixRouter<T>,
-    readonly body: unknown,
+    /** Replaced by its raw-prefix stand-in when its prefix cannot be canonicalized (raw-prefix.ts). */
+    public body: unknown,
     readonly tenant: string | undefined,
     readonly model: string | undefined,
   ) {}
+  /** How the routing input was read. */
+  inputKind: InputKind = "canonical";
   /** The strategy's routing input, once read. */
   input: unknown;
   /** The default ranking's key (strategies without `rank`), once computed. */
@@ -91,6 +96,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   private snapshot!: Snapshot<T>;
   /** Every state by id: current targets, and removed ones while they have open leases. */
   private readonly statesById = new Map<string, TargetState>();
+  /** Routing input a raw-prefix stand-in covers: as much as any strategy of this router reads. */
+  private readonly rawUnits: number;
 
   constructor(
     private readonly config: Config<T>,
@@ -103,6 +110,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     this.mode = config.mode;
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
+    this.rawUnits = Math.max(config.prefixLength, config.longestPrefix.maxInputLength);
     this.install(config.targets);
   }
 
@@ -142,11 +150,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   route(request: RouteRequest | PreparedRequest, options?: RouteOptions): Lease<T> {
+    const { exclude, attempt } = checkRouteOptions(options);
     const snap = this.snapshot;
     const prepared = this.read(request);
-    const attempt = options?.attempt ?? 1;
     const now = this.config.clock.now();
-    const view = new DecisionView(snap, snap.eligible(prepared.model), toSet(options?.exclude), now, this.concurrencyThreshold, this.config.random);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random);
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
     const target = snap.targets[pick.index] as T;
@@ -162,12 +170,13 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       model: prepared.model,
       attempt,
       atMs: now,
+      input: prepared.inputKind,
     });
     const commitment = this.impl.commit?.(view, pick, input);
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, commitment);
+    return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, commitment, prepared.inputKind);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
@@ -178,7 +187,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     if (this.impl.rank !== undefined) {
       ranking = this.impl.rank(view, this.inputOf(prepared));
     } else {
-      prepared.rankingKey ??= this.rendezvous.read(prepared);
+      prepared.rankingKey ??= this.readInput(prepared, (p) => this.rendezvous.read(p));
       ranking = this.rendezvous.rank(view, prepared.rankingKey);
     }
     return { key: ranking.key, targets: ranking.order.map((i) => snap.targets[i] as T) };
@@ -195,8 +204,24 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   /** The strategy's routing input, read at most once per prepared request. */
   private inputOf(prepared: Prepared<T>): unknown {
-    if (prepared.input === undefined && this.impl.read !== undefined) prepared.input = this.impl.read(prepared);
+    const impl = this.impl;
+    if (prepared.input === undefined && impl.read !== undefined) prepared.input = this.readInput(prepared, (p) => impl.read?.(p));
     return prepared.input;
+  }
+
+  /**
+   * `read(prepared)`; when the body's prefix cannot be canonicalized, the body is swapped for its
+   * raw-prefix stand-in, once, and read again: routing never fails a valid body (raw-prefix.ts).
+   */
+  private readInput<I>(prepared: Prepared<T>, read: (p: Prepared<T>) => I): I {
+    try {
+      return read(prepared);
+    } catch (error) {
+      if (prepared.inputKind === "raw" || !needsRawPrefix(error)) throw error;
+      prepared.body = rawPrefixBody(this.mode, prepared.body, this.rawUnits);
+      prepared.inputKind = "raw";
+      return read(prepared);
+    }
   }
 
   /** Validates a request and parses its body, once: a prepared request passes through. */
@@ -237,9 +262,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     state.inflight--;
     const now = this.config.clock.now();
     state.recordDuration(now - lease.startMs);
+    // A client error is decided by the request, not by the target's health: it neither ejects a
+    // target nor keeps a failing one in rotation (docs/security.md#failure-accounting).
     if (outcome === "connect-error" || outcome === "server-error") {
       state.fail(now, this.config.ejection);
-    } else if (outcome === "success" || outcome === "client-error") {
+    } else if (outcome === "success") {
       state.succeed();
     }
     if (info !== undefined) {
@@ -257,10 +284,4 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   stats(): RouterStats {
     return buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.());
   }
-}
-
-function toSet(exclude: ReadonlySet<string> | readonly string[] | undefined): ReadonlySet<string> | undefined {
-  if (exclude === undefined) return undefined;
-  if (Array.isArray(exclude)) return exclude.length === 0 ? undefined : new Set(exclude);
-  return (exclude as ReadonlySet<string>).size === 0 ? undefined : (exclude as ReadonlySet<string>);
 }

@@ -1,6 +1,7 @@
 /**
  * The router's public vocabulary: targets, requests, leases, decisions, stats. Types only.
  */
+import type { InputKind } from "./raw-prefix.js";
 import type { RoutingMode } from "./routing-input.js";
 import type { LatencySummary } from "./target-state.js";
 import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
@@ -49,11 +50,15 @@ export interface RouteRequest {
 export interface RouteOptions {
   /** Target ids not to pick (already tried by this request). They keep their place in the ranking. */
   exclude?: ReadonlySet<string> | readonly string[];
-  /** 1-based attempt number, reported in decisions. @default 1 */
+  /** 1-based attempt number, reported in decisions; an integer from 1 to 1,024. @default 1 */
   attempt?: number;
 }
 
-/** How a lease ended. Connection errors and server errors count toward ejection. */
+/**
+ * How a lease ended. Connection errors and server errors count toward ejection; a success resets
+ * the count; client errors (the request was not served: 3xx, 4xx) and cancellations count
+ * neither way.
+ */
 export type LeaseOutcome = "success" | "cancelled" | "client-error" | "server-error" | "connect-error";
 
 /** Facts a finished request reports with its release. */
@@ -78,6 +83,12 @@ export interface Decision<T extends TargetSpec = TargetSpec> {
   attempt: number;
   /** Clock time of the decision, ms. */
   atMs: number;
+  /**
+   * How the routing input was read: `"canonical"`, or `"raw"` when the body's prefix could not be
+   * canonicalized (nested deeper than 1,024 levels inside it) and the router routed on the raw
+   * prefix instead (docs/prefix-aware.md#the-raw-prefix-fallback).
+   */
+  input: InputKind;
 }
 
 /**
@@ -89,6 +100,8 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
   readonly rank: number;
   readonly key: bigint | undefined;
   readonly attempt: number;
+  /** How the routing input was read (see {@link Decision.input}). */
+  readonly input: InputKind;
   /** True once released. */
   readonly released: boolean;
   /**
@@ -99,7 +112,9 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
   /**
    * Ends the lease. Runs once; later calls do nothing. With `longest-prefix`, a `connect-error`,
    * `client-error` or `server-error` before {@link Lease.firstByte} also takes the blocks this
-   * pick added back out of the prefix index: the target never computed them.
+   * pick added back out of the prefix index: the target never computed them. Invalid arguments (an
+   * unknown outcome, token counts that are not integers ≥ 0, more cached than prompt tokens)
+   * throw a TypeError or RangeError and release nothing.
    */
   release(outcome?: LeaseOutcome, info?: ReleaseInfo): void;
 }

@@ -252,16 +252,25 @@ describe("ejection", () => {
     expect(statsOf(router, "a").ejectedUntilMs).toBe(2000); // base again, not doubled
   });
 
-  it("counts only consecutive connect/server errors; client errors reset; cancellations are neutral", async () => {
+  it("counts only connect/server errors; client errors and cancellations count neither way; a success resets", async () => {
     const { router } = await setup();
     finish(router, "a", 2, "server-error");
+    // A 4xx is decided by the request, not the target's health: it does not break the streak, so
+    // a caller sending bad requests cannot keep a failing target in rotation.
     finish(router, "a", 1, "client-error");
-    finish(router, "a", 2, "connect-error");
-    expect(statsOf(router, "a").ejected).toBe(false);
     finish(router, "a", 1, "cancelled");
-    finish(router, "a", 1, "server-error");
+    expect(statsOf(router, "a").ejected).toBe(false);
+    finish(router, "a", 1, "connect-error");
     expect(statsOf(router, "a").ejected).toBe(true);
-    expect(statsOf(router, "a").failures).toBe(5);
+    expect(statsOf(router, "a").failures).toBe(3);
+    // Nor does it eject: client errors alone never count.
+    const { router: other } = await setup();
+    finish(other, "a", 10, "client-error");
+    expect(statsOf(other, "a")).toMatchObject({ ejected: false, failures: 0 });
+    finish(other, "a", 2, "server-error");
+    finish(other, "a", 1, "success");
+    finish(other, "a", 2, "server-error");
+    expect(statsOf(other, "a").ejected).toBe(false);
   });
 
   it("all targets ejected: still returns a target (fallback), for every strategy", async () => {
@@ -654,6 +663,7 @@ describe("stats and onDecision", () => {
       model: "m",
       attempt: 1,
       atMs: 42,
+      input: "canonical",
     });
     expect(typeof first.key).toBe("bigint");
     const second = router.route({ body, tenant: "acme", model: "m" }, { attempt: 3 });

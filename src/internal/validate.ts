@@ -50,3 +50,8 @@ export function checkFunction<F>(name: string, value: unknown): F {
   }
   return value as F;
 }
+
+/** `value`, or `fallback` when it is absent (`undefined` only: a `null` option is a value, and gets checked). */
+export function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
+}

@@ -18,7 +18,7 @@
  */
 import type { TargetSpec } from "../types.js";
 import type { Commitment, PickContext, StrategyEnv, StrategyFactory, StrategyPick, StrategySpec } from "./strategy.js";
-import { checkInteger, checkNumber, describe } from "../internal/validate.js";
+import { checkInteger, checkNumber, describe, orDefault } from "../internal/validate.js";
 import { alignById } from "./by-id.js";
 
 /** Options of {@link boundedLoad}. */
@@ -126,10 +126,10 @@ export function resolveBoundedLoad(name: string, options: unknown): Readonly<Req
     throw new TypeError(`Expected \`${name}\` to be an object, got ${describe(options)}`);
   }
   const o = options as BoundedLoadOptions;
-  const loadFactor = o.loadFactor ?? DEFAULT_BOUNDED_LOAD.loadFactor;
+  const loadFactor = orDefault(o.loadFactor, DEFAULT_BOUNDED_LOAD.loadFactor);
   return {
     loadFactor: loadFactor === Number.POSITIVE_INFINITY ? loadFactor : checkNumber(`${name}.loadFactor`, loadFactor, 1, 100),
-    loadWindow: checkInteger(`${name}.loadWindow`, o.loadWindow ?? DEFAULT_BOUNDED_LOAD.loadWindow, 1, 1_000_000),
+    loadWindow: checkInteger(`${name}.loadWindow`, orDefault(o.loadWindow, DEFAULT_BOUNDED_LOAD.loadWindow), 1, 1_000_000),
   };
 }
 

@@ -2,7 +2,7 @@
  * Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`), their defaults and
  * their validation.
  */
-import { checkBoolean, checkInteger, checkNumber, describe } from "../../internal/validate.js";
+import { checkBoolean, checkInteger, checkNumber, describe, orDefault } from "../../internal/validate.js";
 import { resolveBoundedLoad } from "../bounded-load.js";
 
 /** Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`). */
@@ -92,12 +92,12 @@ export function resolveLongestPrefixOptions(options: unknown): LongestPrefixConf
   const d = DEFAULT_LONGEST_PREFIX;
   const { loadFactor, loadWindow } = resolveBoundedLoad("longestPrefix", o);
   return Object.freeze({
-    maxInputLength: checkInteger("longestPrefix.maxInputLength", o.maxInputLength ?? d.maxInputLength, 1024, 1_048_576),
-    blockSize: checkInteger("longestPrefix.blockSize", o.blockSize ?? d.blockSize, 64, 16_384),
-    capacityBlocks: checkInteger("longestPrefix.capacityBlocks", o.capacityBlocks ?? d.capacityBlocks, 1, 16_777_216),
-    ttlMs: checkNumber("longestPrefix.ttlMs", o.ttlMs ?? d.ttlMs, 0, 2_147_483_647),
+    maxInputLength: checkInteger("longestPrefix.maxInputLength", orDefault(o.maxInputLength, d.maxInputLength), 1024, 1_048_576),
+    blockSize: checkInteger("longestPrefix.blockSize", orDefault(o.blockSize, d.blockSize), 64, 16_384),
+    capacityBlocks: checkInteger("longestPrefix.capacityBlocks", orDefault(o.capacityBlocks, d.capacityBlocks), 1, 16_777_216),
+    ttlMs: checkNumber("longestPrefix.ttlMs", orDefault(o.ttlMs, d.ttlMs), 0, 2_147_483_647),
     loadFactor,
     loadWindow,
-    exclusive: checkBoolean("longestPrefix.exclusive", o.exclusive ?? d.exclusive),
+    exclusive: checkBoolean("longestPrefix.exclusive", orDefault(o.exclusive, d.exclusive)),
   });
 }
