@@ -20,7 +20,18 @@ export type RouterErrorCode =
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"
   /** No target serves the requested model, or every target that does is draining (weight 0). */
-  | "ERR_NO_ELIGIBLE_TARGET";
+  | "ERR_NO_ELIGIBLE_TARGET"
+  /**
+   * A routed request whose URL would leave the chosen target's base URL (another origin, a path
+   * outside it, a scheme other than http(s)): refused, nothing sent.
+   */
+  | "ERR_CROSS_ORIGIN"
+  /**
+   * The connection to a target failed after the request may have been written (a reset, a closed
+   * socket, a partial answer): not retried anywhere, because the model may have run it. `cause`
+   * is the underlying error.
+   */
+  | "ERR_CONNECTION_LOST";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

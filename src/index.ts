@@ -30,6 +30,7 @@ export type {
 } from "./types.js";
 export type { EjectionOptions, RouterOptions } from "./options.js";
 export type { LatencySummary } from "./target-state.js";
+export type { InputKind } from "./raw-prefix.js";
 export type {
   Commitment,
   PickContext,
@@ -51,6 +52,8 @@ export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter/handle.js";
 export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/types.js";
 export { TARGET_HEADER } from "./openai/body.js";
+export { DEFAULT_REDIRECT, MAX_REDIRECTS } from "./openai/redirects.js";
+export type { RedirectPolicy } from "./openai/types.js";
 export { routeOpenAI } from "./openai/client.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
 export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";

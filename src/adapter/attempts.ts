@@ -2,7 +2,7 @@
  * Bounded retries across a key's ranking, shared by the OpenAI and SageMaker adapters.
  *
  * A request is retried on the next target only when the failure proves the server never ran
- * it (the adapter's `isRetryable` decides: connection refused/reset before any response,
+ * it (the adapter's `judge` decides: a connection refused before the request was written,
  * `ServiceUnavailable`, …). Each failed attempt releases its lease with an outcome that feeds
  * passive ejection; the next attempt excludes every target already tried, so it lands on the
  * key's next choice that has room.

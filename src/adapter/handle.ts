@@ -5,7 +5,7 @@
 import { checkInteger } from "../internal/validate.js";
 import type { Router, TargetSpec } from "../types.js";
 
-/** Default number of targets a request may try when connections fail before any response. */
+/** Default number of targets a request may try when connections fail before the request is written. */
 export const DEFAULT_ATTEMPTS = 2;
 /** Largest accepted `attempts`. */
 export const MAX_ATTEMPTS = 16;

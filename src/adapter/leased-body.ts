@@ -10,6 +10,11 @@
  * - the body is dropped without being read to the end: `cancelled`, when it is garbage-collected
  *   (a last resort; read or cancel bodies you do not need).
  *
+ * A body that has already delivered everything that matters (the adapter's `completed`: a stream
+ * past its usage report or its `[DONE]`) ends as its end would in the last four cases too — a
+ * client that stops reading once it has the usage (LangChain does) still records a success and
+ * its cached tokens.
+ *
  * The wrapper the consumer holds (the owner) delegates to a {@link LeasedBody}; the finalization
  * registry keys on the owner and holds the LeasedBody, so nothing a LeasedBody references may
  * reference the owner, or the owner is never collected.
@@ -34,6 +39,8 @@ export interface LeasedBodyHooks<C> {
   end(): { outcome: LeaseOutcome; info?: ReleaseInfo | undefined };
   /** The outcome of a read that failed with `error`. */
   failed(error: unknown): LeaseOutcome;
+  /** True once the body delivered all that matters: a cancel, abort or failure then ends the lease as {@link LeasedBodyHooks.end} says. */
+  completed?(): boolean;
   /** Runs once, right after the lease was released, with the error or reason that ended it. */
   released?(outcome: LeaseOutcome, info: ReleaseInfo | undefined, error: unknown): void;
   /** The signal fired (the lease is released already): the owner should fail its reads with `reason`. */
@@ -89,7 +96,7 @@ export class LeasedBody<C> {
     try {
       result = await this.source.read();
     } catch (error) {
-      this.settle(this.hooks.failed(error), undefined, error);
+      if (!this.settled) this.settleEarly(this.hooks.failed(error), error);
       throw error;
     }
     if (result.done === true) this.end();
@@ -108,23 +115,33 @@ export class LeasedBody<C> {
   /** The consumer stopped reading: `cancelled`, then the source is closed. */
   async cancel(reason?: unknown): Promise<void> {
     if (this.settled) return;
-    this.settle("cancelled", undefined, reason);
+    this.settleEarly("cancelled", reason);
     await this.source.close(reason);
   }
 
   /** @internal The finalizer's way in: the owner was collected unread. */
   abandon(): void {
     if (this.settled) return;
-    this.settle("cancelled");
+    this.settleEarly("cancelled");
     this.source.close().catch(() => {});
   }
 
   private abort(): void {
     if (this.settled) return;
     const reason = this.signal?.reason;
-    this.settle("cancelled", undefined, reason);
+    this.settleEarly("cancelled", reason);
     this.hooks.aborted?.(reason);
     this.source.close().catch(() => {});
+  }
+
+  /** Ends the lease before the source ended: as the end would if the body completed, else with `outcome`. */
+  private settleEarly(outcome: LeaseOutcome, error?: unknown): void {
+    if (this.hooks.completed?.() === true) {
+      const end = this.hooks.end();
+      this.settle(end.outcome, end.info, error);
+    } else {
+      this.settle(outcome, undefined, error);
+    }
   }
 
   private settle(outcome: LeaseOutcome, info?: ReleaseInfo, error?: unknown): void {

@@ -4,16 +4,40 @@
  * check, with the router's messages.
  */
 import { validateTargets } from "../options.js";
-import type { TargetSpec } from "../types.js";
+import type { Router, TargetSpec } from "../types.js";
 
 /**
  * Runs `check` on each target of `targets` that is an object; `check` throws an error naming
  * `targets[i].<field>`. A list that is no array fails with the router's own message; an entry
- * that is no object is left to the router to name.
+ * that is no object (a hole in a sparse array included) is left to the router to name.
  */
 export function checkTargetFields<T extends TargetSpec>(targets: unknown, check: (target: Partial<T>, index: number) => void): void {
   if (!Array.isArray(targets)) validateTargets(targets);
-  (targets as unknown[]).forEach((target, index) => {
+  const list = targets as unknown[];
+  for (let index = 0; index < list.length; index++) {
+    const target = list[index];
     if (target !== null && typeof target === "object") check(target as Partial<T>, index);
+  }
+}
+
+/**
+ * The router `core` with `setTargets` checking the adapter's target fields (`validate`) before
+ * the router's own: a target set an adapter could not send to never gets installed.
+ */
+export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (targets: unknown) => void): Router<T> {
+  return Object.freeze({
+    strategy: core.strategy,
+    mode: core.mode,
+    prefixLength: core.prefixLength,
+    concurrencyThreshold: core.concurrencyThreshold,
+    route: core.route.bind(core),
+    rank: core.rank.bind(core),
+    prepare: core.prepare.bind(core),
+    targets: core.targets.bind(core),
+    stats: core.stats.bind(core),
+    setTargets(targets: readonly T[]): void {
+      validate(targets);
+      core.setTargets(targets);
+    },
   });
 }

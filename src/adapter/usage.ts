@@ -35,6 +35,8 @@ export interface UsageScanner {
   result(): ReleaseInfo | undefined;
   /** True when the stream carried an error event. */
   readonly sawError: boolean;
+  /** True once the stream delivered its usage report or `[DONE]`: nothing that matters is left. */
+  readonly completed: boolean;
 }
 
 /** Picks the scanner for a response's content type; `undefined` for bodies that carry no usage. */
@@ -61,7 +63,8 @@ function readUsage(usage: unknown): ReleaseInfo | undefined {
   const details = (u.prompt_tokens_details ?? u.input_tokens_details) as Record<string, unknown> | null | undefined;
   const cached = details !== null && typeof details === "object" ? details.cached_tokens : undefined;
   if (typeof prompt !== "number" || typeof cached !== "number") return undefined;
-  if (!(prompt >= 0) || !(cached >= 0)) return undefined;
+  // Counts a server could not mean (negative, fractional, more cached than prompt) are dropped.
+  if (!Number.isSafeInteger(prompt) || !Number.isSafeInteger(cached) || cached < 0 || cached > prompt) return undefined;
   return { promptTokens: prompt, cachedTokens: cached };
 }
 
@@ -75,7 +78,12 @@ export class StreamUsageScanner implements UsageScanner {
   /** The current line outgrew {@link MAX_LINE}: it is dropped up to its newline. */
   private overflow = false;
   private found: ReleaseInfo | undefined;
+  private sawDone = false;
   sawError = false;
+
+  get completed(): boolean {
+    return this.sawDone || this.found !== undefined;
+  }
 
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
@@ -118,7 +126,8 @@ export class StreamUsageScanner implements UsageScanner {
     if (overflow) return;
     let s = line.trim();
     if (s.startsWith("data:")) s = s.slice(5).trimStart();
-    if (s.startsWith('{"error"')) this.sawError = true;
+    if (s === "[DONE]") this.sawDone = true;
+    else if (s.startsWith('{"error"')) this.sawError = true;
     else if (s.startsWith("{") && USAGE_OBJECT.test(s)) this.parse(s);
   }
 
@@ -139,6 +148,8 @@ export class JsonUsageScanner implements UsageScanner {
   private chunks: Uint8Array[] = [];
   private bytes = 0;
   readonly sawError = false;
+  /** A JSON body is complete only at its end. */
+  readonly completed = false;
 
   push(chunk: Uint8Array): void {
     this.chunks.push(chunk);

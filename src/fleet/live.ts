@@ -217,6 +217,10 @@ class Instance implements LiveInstance, InstanceRuntime {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
     await closed;
+    // Let clients in this process see their connections closed before `down` takes effect, so
+    // their next request connects anew and is refused, instead of being written to a pooled
+    // socket the server already closed (which a client cannot tell from a reset after the write).
+    for (let i = 0; i < 2; i++) await new Promise<void>((resolve) => setImmediate(resolve));
   }
 
   async setFaults(patch: Partial<FaultKnobs>): Promise<void> {

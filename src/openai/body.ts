@@ -2,12 +2,15 @@
  * The response side of a routed request: the body is wrapped in a stream whose end, cancel or
  * error releases the lease exactly once.
  *
- * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is below 400 — an error
- *   body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte arrived,
- *   not when the consumer got round to reading it;
- * - end of body: the lease ends `success` (2xx/3xx), `client-error` (4xx) or `server-error`
- *   (5xx, or an SSE `error` event), with the token usage the body reported;
- * - `cancel()` (a consumer that stops reading, `for await` left early, openai's `break`): `cancelled`;
+ * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is 2xx — an error or a
+ *   redirect body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte
+ *   arrived, not when the consumer got round to reading it;
+ * - end of body: the lease ends `success` (2xx), `client-error` (3xx, 4xx: the request was not
+ *   served, and it says nothing about the target's health) or `server-error` (5xx, or an SSE
+ *   `error` event), with the token usage the body reported;
+ * - `cancel()` (a consumer that stops reading, `for await` left early, openai's `break`): `cancelled`,
+ *   or, for a stream that already delivered its usage or `[DONE]`, as its end would (see
+ *   leased-body.ts);
  * - the request's `AbortSignal` fires: `cancelled`, at once, even if nobody reads any more; the
  *   body errors with the signal's reason (also where Node's fetch would leave it hanging);
  * - a read error (connection reset mid-stream): `connect-error`, or `cancelled` when aborted;
@@ -20,7 +23,7 @@ import { scannerFor } from "../adapter/usage.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
-/** Response header naming the target that served a routed request. */
+/** Response header naming the target that served a routed request; added only with the `targetHeader` option. */
 export const TARGET_HEADER = "x-prefix-router-target";
 
 /** @internal Per-request context for {@link trackResponse}. */
@@ -31,12 +34,14 @@ export interface TrackContext<T extends OpenAITarget> {
   startMs: number;
   registry: LeaseRegistry;
   report: ((info: RoutedRequestInfo<T>) => void) | undefined;
+  /** Add {@link TARGET_HEADER} to the response. */
+  targetHeader: boolean;
 }
 
 /** @internal Outcome of a response that was read to the end. */
 export function outcomeOfStatus(status: number): LeaseOutcome {
   if (status >= 500) return "server-error";
-  if (status >= 400) return "client-error";
+  if (status >= 300) return "client-error";
   return "success";
 }
 
@@ -74,7 +79,7 @@ export function reportAttempt<T extends OpenAITarget>(
 
 /**
  * Wraps `response` so that its lease ends with its body. The returned response has the same
- * status, headers (plus {@link TARGET_HEADER}) and `url`.
+ * status, headers (plus {@link TARGET_HEADER} when asked for) and `url`.
  * @internal
  */
 export function trackResponse<T extends OpenAITarget>(response: Response, ctx: TrackContext<T>): Response {
@@ -97,8 +102,8 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
       chunk(value) {
         if (ttftMs === null && value.byteLength > 0) {
           ttftMs = clock.now() - startMs;
-          // An error body is no answer: the router's TTFT and prefix index only count answers.
-          if (status < 400) lease.firstByte();
+          // An error or redirect body is no answer: the router's TTFT and prefix index only count answers.
+          if (status < 300) lease.firstByte();
         }
         usage?.push(value);
       },
@@ -108,6 +113,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
         return { outcome: outcome === "success" && usage?.sawError === true ? "server-error" : outcome, info };
       },
       failed: () => (signal?.aborted === true ? "cancelled" : "connect-error"),
+      completed: () => usage?.completed === true,
       released(outcome, info, error) {
         reportAttempt(ctx.report, lease, { status, outcome, streaming, ttftMs, durationMs: clock.now() - startMs, info, error });
       },
@@ -125,7 +131,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
 
   if (reader === undefined) {
     leased.end();
-    return withTargetHeader(response, null, lease.target.id);
+    return rewrap(response, null, ctx.targetHeader ? lease.target.id : undefined);
   }
 
   const body = new ReadableStream<Uint8Array>({
@@ -149,15 +155,16 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     },
   });
   leased.attach(body, signal);
-  return withTargetHeader(response, body, lease.target.id);
+  return rewrap(response, body, ctx.targetHeader ? lease.target.id : undefined);
 }
 
 /** The source of a response without a body: ended before anyone reads. */
 const EMPTY = { read: async () => ({ done: true as const }), close: async () => {} };
 
-function withTargetHeader(response: Response, body: ReadableStream<Uint8Array> | null, targetId: string): Response {
+/** `response` with `body`, and with {@link TARGET_HEADER} naming `targetId` when one is given. */
+function rewrap(response: Response, body: ReadableStream<Uint8Array> | null, targetId: string | undefined): Response {
   const headers = new Headers(response.headers);
-  headers.set(TARGET_HEADER, targetId);
+  if (targetId !== undefined) headers.set(TARGET_HEADER, targetId);
   let out: Response;
   try {
     out = new Response(body, { status: response.status, statusText: response.statusText, headers });

@@ -39,12 +39,15 @@ export interface RouteOpenAIOptions<T extends OpenAITarget = OpenAITarget> exten
  * `options.targets`. Streaming included: a lease is held until the response body has been fully
  * read, cancelled or has failed.
  *
- * Errors are the client's own classes: a connection failure on every attempt becomes
+ * Errors are the client's own classes: a connection refused on every attempt becomes
  * `APIConnectionError` (after the client's own `maxRetries`, each routed again); a 4xx/5xx answer
  * becomes `BadRequestError`, `InternalServerError`, …; a routing error becomes an error response
  * the client does not retry — `NotFoundError` with `code: "ERR_NO_ELIGIBLE_TARGET"` when no
  * target serves the model, `BadRequestError` with `code: "ERR_INVALID_TENANT"` for a
- * `prompt_cache_key` that is not 1–64 printable ASCII.
+ * `prompt_cache_key` that is not 1–64 printable ASCII, `BadRequestError` with
+ * `code: "ERR_INVALID_JSON"` / `"ERR_CROSS_ORIGIN"` for a body or URL that cannot be routed; a
+ * connection that failed after the request may have been written becomes an
+ * `InternalServerError` (502) with `code: "ERR_CONNECTION_LOST"`, not retried by the client.
  *
  * @example
  * import OpenAI from "openai";
@@ -80,8 +83,9 @@ export async function routeOpenAI<C extends RoutableClient, T extends OpenAITarg
   const routed = await buildRoutedFetch<T>(
     {
       ...options,
-      fetch: options.fetch ?? (typeof own === "function" ? (own as FetchLike) : undefined),
-      baseURL: options.baseURL ?? client.baseURL,
+      // Only an absent option takes the client's: `null` is an invalid value, named as such.
+      fetch: options.fetch === undefined ? (typeof own === "function" ? (own as FetchLike) : undefined) : options.fetch,
+      baseURL: options.baseURL === undefined ? client.baseURL : options.baseURL,
     },
     true,
   );

@@ -3,27 +3,34 @@
  *
  * Per call: read the outgoing request (URL path relative to the client's base URL, method, JSON
  * body), route it (text mode: `prompt_cache_key` is the tenant, `model` drives eligibility, a
- * request without prompt text goes by least-outstanding), rewrite the URL onto the chosen
- * target's `baseURL` (path suffix and query string kept), merge the target's `headers`, call the
- * underlying `fetch`, and return the response with its body wrapped so the lease ends when the
- * body has been read, cancelled or has failed (see body.ts).
+ * request without prompt text goes by least-outstanding), join the URL onto the chosen target's
+ * `baseURL` (path suffix and query string kept; a result not under that base is refused, see
+ * targets.ts), merge the target's `headers`, call the underlying `fetch` without following
+ * redirects elsewhere (redirects.ts), and return the response with its body wrapped so the
+ * lease ends when the body has been read, cancelled or has failed (see body.ts).
  *
- * Retries: a connection failure before any response (refused, reset, DNS, …) is retried on the
- * key's next target, up to `attempts` in total, through the shared `withAttempts`. Once response
- * headers have arrived nothing is retried, so no request runs twice.
+ * A text-mode JSON body that does not parse, or is no object, is refused before anything is sent
+ * (`ERR_INVALID_JSON`, `ERR_INVALID_BODY`).
+ *
+ * Retries: a connection that failed before the request was written (refused, DNS, unreachable,
+ * connect timeout) is retried on the key's next target, up to `attempts` in total, through the
+ * shared `withAttempts`. Any other connection failure may come after the request was written: it
+ * is not retried and surfaces as `ERR_CONNECTION_LOST`, so no request runs twice.
  */
 import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
-import { parseObject } from "../adapter/json.js";
+import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
-import { checkTargetFields } from "../adapter/targets.js";
+import { checkedRouter } from "../adapter/targets.js";
 import { RouterError, isRouterError } from "../errors.js";
-import { checkFunction, describe } from "../internal/validate.js";
+import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
-import { judgeFetchError } from "./failures.js";
-import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
+import { judgeFetchError, surfaceFetchError } from "./failures.js";
+import { checkRedirect, sendWithRedirects } from "./redirects.js";
+import { type Base, type Relative, joinTarget, parseBase, relativeTo, validateOpenAITargets } from "./targets.js";
+import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
 // Kept for modules that import these types from here (src/demo/demo.ts); their home is ./types.ts.
 
@@ -35,8 +42,12 @@ import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRe
  * {@link routeOpenAI} does the wiring.
  *
  * Routing errors (`ERR_NO_ELIGIBLE_TARGET` for a model no target serves, `ERR_INVALID_TENANT`
- * for a bad `prompt_cache_key`) reject the call with a {@link RouterError}; connection failures
- * reject it with the underlying fetch's error once the attempts are used up.
+ * for a bad `prompt_cache_key`, `ERR_INVALID_JSON` for a body that does not parse,
+ * `ERR_CROSS_ORIGIN` for a URL that would leave the target) reject the call with a
+ * {@link RouterError}, and nothing is sent. A connection refused everywhere rejects with the
+ * underlying fetch's error once the attempts are used up; a connection that failed after the
+ * request may have been written rejects with `ERR_CONNECTION_LOST` (its `cause` is the fetch
+ * error) and is not retried.
  *
  * @example
  * const { fetch, router } = await createRoutedFetch({
@@ -63,67 +74,46 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   if (typeof underlying !== "function") {
     throw new TypeError("Expected `fetch` to be a function: globalThis.fetch is not available, pass `fetch`");
   }
-  const attempts = checkAttempts(options.attempts ?? DEFAULT_ATTEMPTS);
+  const attempts = checkAttempts(options.attempts === undefined ? DEFAULT_ATTEMPTS : options.attempts);
   const clientBase = options.baseURL === undefined ? undefined : parseBase("baseURL", options.baseURL);
   const report =
     options.onRequestEnd === undefined
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
-  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
-  const router = await createRouter<T>(routerOptions);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
+  const sending: Sending = {
+    redirect: checkRedirect(options.redirect),
+    targetHeader: options.targetHeader === undefined ? false : checkBoolean("targetHeader", options.targetHeader),
+  };
+  const {
+    fetch: _fetch,
+    baseURL: _baseURL,
+    attempts: _attempts,
+    onRequestEnd: _onRequestEnd,
+    redirect: _redirect,
+    targetHeader: _targetHeader,
+    ...routerOptions
+  } = options;
+  const core = await createRouter<T>(routerOptions);
+  const router = checkedRouter(core, validateOpenAITargets);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
 
-interface Base {
-  origin: string;
-  /** Pathname without trailing slash ("" for the root). */
-  path: string;
-  /** origin + path. */
-  href: string;
+/** How requests go out, beyond routing. */
+interface Sending {
+  redirect: RedirectPolicy;
+  targetHeader: boolean;
 }
 
-function parseBase(name: string, value: unknown): Base {
-  if (typeof value !== "string") {
-    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL string, got ${describe(value)}`);
-  }
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL, got ${JSON.stringify(value)}`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new TypeError(`Expected \`${name}\` to be an absolute http(s) URL, got ${JSON.stringify(value)}`);
-  }
-  const path = url.pathname.replace(/\/+$/, "");
-  return { origin: url.origin, path, href: url.origin + path };
-}
-
-function validateOpenAITargets(targets: unknown): void {
-  checkTargetFields<OpenAITarget>(targets, ({ baseURL, headers }, i) => {
-    parseBase(`targets[${i}].baseURL`, baseURL);
-    if (headers !== undefined) {
-      if (headers === null || typeof headers !== "object" || Array.isArray(headers)) {
-        throw new TypeError(`Expected \`targets[${i}].headers\` to be an object of strings, got ${describe(headers)}`);
-      }
-      for (const [name, value] of Object.entries(headers)) {
-        if (typeof value !== "string") {
-          throw new TypeError(`Expected \`targets[${i}].headers[${JSON.stringify(name)}]\` to be a string, got ${describe(value)}`);
-        }
-      }
-    }
-  });
-}
-
-/** HTTP status of the OpenAI-style error response a routing error becomes under routeOpenAI. */
+/**
+ * HTTP status of the OpenAI-style error response a routing error becomes under routeOpenAI;
+ * any other code is a 400. Every such response says `x-should-retry: false`.
+ */
 const ROUTING_ERROR_STATUS: Partial<Record<string, number>> = {
   ERR_NO_TARGETS: 503,
   ERR_NO_ELIGIBLE_TARGET: 404,
-  ERR_INVALID_TENANT: 400,
-  ERR_INVALID_BODY: 400,
-  ERR_INVALID_JSON: 400,
+  ERR_CONNECTION_LOST: 502,
 };
 
 /** The outgoing request, read once. */
@@ -147,14 +137,15 @@ class RoutedSender<T extends OpenAITarget> {
     private readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined,
     private readonly clock: Clock,
     private readonly errorsAsResponses: boolean,
+    private readonly sending: Sending,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
-    const out = await this.read(input, init);
-    if (out.signal?.aborted === true) throw abortReason(out.signal);
-    const relative = this.relative(out.url);
-    if (relative === undefined) return this.underlying.call(undefined, out.url.href, out.init);
     try {
+      const out = await this.read(input, init);
+      if (out.signal?.aborted === true) throw abortReason(out.signal);
+      const relative = relativeTo(this.clientBase, out.url);
+      if (relative === undefined) return await this.underlying.call(undefined, out.url.href, out.init);
       return await withAttempts(
         this.router,
         out.route,
@@ -163,30 +154,30 @@ class RoutedSender<T extends OpenAITarget> {
         (error) => judgeFetchError(error, out.signal),
       );
     } catch (error) {
-      if (this.errorsAsResponses && isRouterError(error)) {
-        const status = ROUTING_ERROR_STATUS[error.code];
-        if (status !== undefined) return routingErrorResponse(error, status);
-      }
+      if (this.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
       throw error;
     }
   }
 
   private async send(lease: Lease<T>, out: Outgoing, relative: Relative): Promise<Response> {
     const target = lease.target;
-    const url = this.targetURL(target, relative);
-    const headers = new Headers(out.init.headers);
-    if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
     const startMs = this.clock.now();
     let response: Response;
     try {
-      response = await this.underlying.call(undefined, url, { ...out.init, headers });
+      const base = this.baseOf(target);
+      // Refused (ERR_CROSS_ORIGIN) before anything is sent when the URL would leave the target.
+      const url = joinTarget(base, relative, target.id);
+      const headers = new Headers(out.init.headers);
+      if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
+      const send = (to: string, init: RequestInit): Promise<Response> => this.underlying.call(undefined, to, init);
+      response = await sendWithRedirects(send, url, { ...out.init, headers }, this.sending.redirect, base, out.replayable);
     } catch (error) {
+      const verdict = judgeFetchError(error, out.signal);
       if (this.report !== undefined) {
-        const { outcome } = judgeFetchError(error, out.signal);
         const durationMs = this.clock.now() - startMs;
-        reportAttempt(this.report, lease, { status: undefined, outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
+        reportAttempt(this.report, lease, { status: undefined, outcome: verdict.outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
       }
-      throw error;
+      throw surfaceFetchError(error, verdict);
     }
     return trackResponse(response, {
       lease,
@@ -195,6 +186,7 @@ class RoutedSender<T extends OpenAITarget> {
       startMs,
       registry: this.registry,
       report: this.report,
+      targetHeader: this.sending.targetHeader,
     });
   }
 
@@ -219,50 +211,48 @@ class RoutedSender<T extends OpenAITarget> {
     } else {
       throw new TypeError(`Expected fetch input to be a URL string, a URL or a Request, got ${describe(input)}`);
     }
-    const { parsed, raw, replayable } = readBody(merged.body);
+    const contentType = new Headers(merged.headers).get("content-type");
+    const { parsed, raw, replayable } = readBody(merged.body, contentType, this.router.mode === "text");
     const route: RouteRequest = {};
     if (parsed !== undefined) {
       route.body = parsed;
       if (typeof parsed.model === "string") route.model = parsed.model;
-      if (typeof parsed.prompt_cache_key === "string") route.tenant = parsed.prompt_cache_key;
+      // Any value but null is the tenant, and must be a valid one (ERR_INVALID_TENANT otherwise).
+      if (parsed.prompt_cache_key !== undefined && parsed.prompt_cache_key !== null) route.tenant = parsed.prompt_cache_key as string;
     } else if (raw !== undefined && this.router.mode === "bytes") {
       route.body = raw;
     }
-    return { url: new URL(url), init: merged, signal: merged.signal, route, replayable };
+    return { url: parseRequestURL(url), init: merged, signal: merged.signal, route, replayable };
   }
 
-  /** The request's path and query relative to the client's base, or undefined when it is not under it. */
-  private relative(url: URL): Relative | undefined {
-    const base = this.clientBase;
-    if (base === undefined) return { path: url.pathname, search: url.search, stripTargetPath: true };
-    if (url.origin !== base.origin) return undefined;
-    if (base.path !== "" && url.pathname !== base.path && !url.pathname.startsWith(`${base.path}/`)) return undefined;
-    return { path: url.pathname.slice(base.path.length), search: url.search, stripTargetPath: false };
-  }
-
-  private targetURL(target: T, relative: Relative): string {
+  private baseOf(target: T): Base {
     let base = this.bases.get(target);
     if (base === undefined) {
       base = parseBase(`baseURL of target ${JSON.stringify(target.id)}`, target.baseURL);
       this.bases.set(target, base);
     }
-    let path = relative.path;
-    if (relative.stripTargetPath && base.path !== "" && (path === base.path || path.startsWith(`${base.path}/`))) {
-      path = path.slice(base.path.length);
-    }
-    return base.href + path + relative.search;
+    return base;
   }
 }
 
-interface Relative {
-  path: string;
-  search: string;
-  /** No client base known: strip the target's own base path when the request path starts with it. */
-  stripTargetPath: boolean;
+function parseRequestURL(url: string): URL {
+  try {
+    return new URL(url);
+  } catch (cause) {
+    throw new TypeError(`Expected fetch input to be an absolute URL, got ${JSON.stringify(url)}`, { cause });
+  }
 }
 
-/** Parses a JSON object body for routing; says whether the body can be sent again. */
-function readBody(body: RequestInit["body"]): {
+/**
+ * Parses a JSON object body for routing; says whether the body can be sent again. A body meant as
+ * JSON that is no JSON object is the caller's error in text mode (`strict`: ERR_INVALID_JSON,
+ * ERR_INVALID_BODY, nothing sent); in bytes mode it is routed on its raw bytes.
+ */
+function readBody(
+  body: RequestInit["body"],
+  contentType: string | null,
+  strict: boolean,
+): {
   parsed: Record<string, unknown> | undefined;
   raw: string | Uint8Array | undefined;
   replayable: boolean;
@@ -283,8 +273,13 @@ function readBody(body: RequestInit["body"]): {
     // A ReadableStream or async iterable: sent once, never read here.
     return { parsed: undefined, raw: undefined, replayable: false };
   }
-  // A body that is no JSON object has no prompt to route on; bytes mode may still hash it.
-  return { parsed: parseObject(raw), raw, replayable: true };
+  if (!isJsonBody(raw, contentType)) return { parsed: undefined, raw, replayable: true };
+  try {
+    return { parsed: parseObject(raw), raw, replayable: true };
+  } catch (error) {
+    if (strict) throw error;
+    return { parsed: undefined, raw, replayable: true };
+  }
 }
 
 function abortReason(signal: AbortSignal): unknown {

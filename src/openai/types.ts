@@ -6,6 +6,9 @@
 import type { LeaseOutcome, PickKind, Router, TargetSpec } from "../types.js";
 import type { RouterOptions } from "../options.js";
 
+/** How a routed request treats a 3xx answer (see {@link RoutedFetchOptions.redirect}). */
+export type RedirectPolicy = "manual" | "same-origin";
+
 /** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
@@ -70,9 +73,10 @@ export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> exten
    */
   baseURL?: string;
   /**
-   * Attempts per request, from 1 to 16: a connection failure before any response is retried on
-   * the key's next target until this many targets were tried. Requests whose body is a stream
-   * (not replayable) get one attempt.
+   * Attempts per request, from 1 to 16: a connection that failed before the request was written
+   * (refused, DNS, unreachable, connect timeout) is retried on the key's next target until this
+   * many targets were tried; no other failure is retried. Requests whose body is a stream (not
+   * replayable) get one attempt.
    * @default 2
    */
   attempts?: number;
@@ -83,6 +87,21 @@ export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> exten
    * @default undefined
    */
   onRequestEnd?: (info: RoutedRequestInfo<T>) => void;
+  /**
+   * What a 3xx answer from a target does. `"manual"`: it is the answer (status and `Location`
+   * reach the caller); nothing is resent. `"same-origin"`: a redirect to the target's own origin
+   * is followed (at most 5 times), one anywhere else is the answer. A redirect never carries the
+   * request, its body or the target's `headers` to another origin.
+   * @default "manual"
+   */
+  redirect?: RedirectPolicy;
+  /**
+   * Add an `x-prefix-router-target` header ({@link TARGET_HEADER}) naming the target to every
+   * routed response. Off by default: passed on to your own callers it tells them where each
+   * prompt went, which helps anyone crafting prompts to overload one replica (docs/security.md).
+   * @default false
+   */
+  targetHeader?: boolean;
 }
 
 /** What {@link createRoutedFetch} returns. */

@@ -3,8 +3,9 @@
  * it), and their canonical JSON form for the wire.
  */
 import { canonicalize, parseJson } from "../canonical-json.js";
+import { isRouterError } from "../errors.js";
 import { describe } from "../internal/validate.js";
-import { mayBeJson } from "../adapter/json.js";
+import { isJsonMediaType, mayBeJson } from "../adapter/json.js";
 
 const encoder = new TextEncoder();
 
@@ -64,20 +65,13 @@ export interface PreparedBody {
 }
 
 /**
- * JSON media types: `application/json`, `text/json` and any `…/…+json`, parameters allowed.
- * Anything else (CSV, images, `text/plain`) is never rewritten, even when it happens to parse as
- * JSON: `1.50` in a CSV body must not become `1.5`.
- */
-const JSON_MEDIA_TYPE = /^\s*(?:application\/json|text\/json|[\w.+-]+\/[\w.+-]+\+json)\s*(?:;|$)/i;
-
-/**
  * Prepares a request body. With `canonicalize` on, a body whose content type is JSON (or absent)
- * and that parses as JSON is sent as the UTF-8 bytes of its canonical JSON; everything else is
- * sent untouched. The routing input is the same either way (bytes mode canonicalizes JSON).
+ * and that parses as JSON is sent as the UTF-8 bytes of its canonical JSON; everything else — a
+ * body nested deeper than `canonicalize` goes included — is sent untouched. The routing input is the same either way (bytes mode canonicalizes JSON).
  */
 export function prepareBody(body: string | Uint8Array | undefined, contentType: unknown, canonicalizeBody: boolean): PreparedBody {
   if (body === undefined || !canonicalizeBody) return { routing: body, wire: body };
-  if (contentType !== undefined && contentType !== null && !(typeof contentType === "string" && JSON_MEDIA_TYPE.test(contentType))) {
+  if (contentType !== undefined && contentType !== null && !isJsonMediaType(contentType)) {
     return { routing: body, wire: body };
   }
   if (!mayBeJson(body)) return { routing: body, wire: body };
@@ -87,5 +81,14 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   } catch {
     return { routing: body, wire: body };
   }
-  return { routing: value, wire: encoder.encode(canonicalize(value)) };
+  let canonical: string;
+  try {
+    canonical = canonicalize(value);
+  } catch (error) {
+    // Nested deeper than the canonicalizer goes (a deep tool schema is valid JSON): sent as it
+    // came, and routed on its raw bytes.
+    if (isRouterError(error) && error.code === "ERR_TOO_DEEP") return { routing: body, wire: body };
+    throw error;
+  }
+  return { routing: value, wire: encoder.encode(canonical) };
 }

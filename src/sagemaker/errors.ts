@@ -4,8 +4,8 @@
  * both adapters share (`judgeConnection`).
  *
  * Retried, because the model never ran the request:
- * - a connection failure before any response (refused, reset, DNS, unreachable, connect
- *   timeout: the shared `RETRYABLE_CODES`);
+ * - a connection that failed before the request was written (refused, DNS, unreachable,
+ *   connect timeout: the shared `RETRYABLE_CODES`); a reset may come after the write and is not;
  * - `ServiceUnavailable` (503) and `ModelNotReadyException`: SageMaker's own "not now, try
  *   again" answers.
  *

@@ -24,7 +24,7 @@ import type {
 import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
-import { checkTargetFields } from "../adapter/targets.js";
+import { checkTargetFields, checkedRouter } from "../adapter/targets.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets } from "../options.js";
@@ -74,7 +74,7 @@ export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarge
   /**
    * Targets one request may try, the first included, from 1 to 16 (as the OpenAI adapter's
    * `attempts`). A request goes to the key's next target only when the model never ran it (a
-   * connection failure before any response, `ServiceUnavailable`, `ModelNotReadyException`),
+   * connection that failed before the request was written, `ServiceUnavailable`, `ModelNotReadyException`),
    * never once the response began. The SDK client's own retries (its `maxAttempts`) happen
    * first, inside each attempt, on the same target.
    * @default 2 ({@link DEFAULT_ATTEMPTS}, shared with the OpenAI adapter)
@@ -136,7 +136,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   }
   validateSageMakerTargets(options.targets);
   const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
-  const router = sageMakerRouter(core);
+  const router = checkedRouter(core, validateSageMakerTargets);
   const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry());
 
   return new Proxy(client, {
@@ -149,25 +149,6 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
       return property === "router" || property === ROUTER || Reflect.has(target, property);
     },
   }) as RoutedSageMakerClient<C>;
-}
-
-/** The core router with `setTargets` checking SageMaker fields too. */
-function sageMakerRouter(core: Router<SageMakerTarget>): Router<SageMakerTarget> {
-  return Object.freeze({
-    strategy: core.strategy,
-    mode: core.mode,
-    prefixLength: core.prefixLength,
-    concurrencyThreshold: core.concurrencyThreshold,
-    route: core.route.bind(core),
-    rank: core.rank.bind(core),
-    prepare: core.prepare.bind(core),
-    targets: core.targets.bind(core),
-    stats: core.stats.bind(core),
-    setTargets(targets: readonly SageMakerTarget[]): void {
-      validateSageMakerTargets(targets);
-      core.setTargets(targets);
-    },
-  });
 }
 
 function validateSageMakerTargets(targets: unknown): void {

@@ -56,5 +56,6 @@ function eventHooks(lease: Lease): LeasedBodyHooks<ResponseStream> {
     },
     end: () => ({ outcome: "success", info: usage.result() }),
     failed: (error) => judgeSageMakerError(error).outcome,
+    completed: () => usage.completed,
   };
 }

@@ -1,7 +1,8 @@
 /** The JSON sniffer both adapters read request bodies with. */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { firstNonSpace, mayBeJson, parseObject } from "../../src/adapter/json.js";
+import { firstNonSpace, isJsonBody, mayBeJson, parseObject } from "../../src/adapter/json.js";
+import { codeOf } from "../support.js";
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 
@@ -29,15 +30,29 @@ describe("parseObject", () => {
     expect(parseObject(enc('\t{"a":["é"]}'))).toEqual({ a: ["é"] });
   });
 
-  it("reads invalid UTF-8 inside a JSON string as replacement characters, as fetch does", () => {
+  it("refuses invalid UTF-8 with ERR_INVALID_JSON: the server would get those bytes, not replacement characters", () => {
     const bytes = new Uint8Array([...enc('{"a":"'), 0xff, ...enc('"}')]);
-    expect(parseObject(bytes)).toEqual({ a: "\ufffd" });
+    expect(codeOf(() => parseObject(bytes))).toBe("ERR_INVALID_JSON");
   });
 
-  it("is undefined for JSON that is no object, for broken JSON and for anything else", () => {
-    for (const body of ["[1]", "null", "1", '"{}"', '{"a":', "{} x", "not json", "\u00a0{}", enc("\ufeff{}")]) {
-      expect(parseObject(body)).toBeUndefined();
-    }
+  it("throws ERR_INVALID_BODY for JSON that is no object, ERR_INVALID_JSON for anything that does not parse", () => {
+    for (const body of ["[1]", "null", "1", '"{}"']) expect(codeOf(() => parseObject(body))).toBe("ERR_INVALID_BODY");
+    for (const body of ['{"a":', "{} x", "not json", "\u00a0{}", "\ufeff{}"]) expect(codeOf(() => parseObject(body))).toBe("ERR_INVALID_JSON");
+    // UTF-8 bytes may start with a byte order mark, which decoding drops.
+    expect(parseObject(enc("\ufeff{}"))).toEqual({});
+  });
+});
+
+describe("isJsonBody", () => {
+  it("trusts a JSON content type, sniffs without one or with text/plain, and takes any other type at its word", () => {
+    expect(isJsonBody("x", "application/json; charset=utf-8")).toBe(true);
+    expect(isJsonBody("x", "application/vnd.api+json")).toBe(true);
+    expect(isJsonBody('{"a":1}', undefined)).toBe(true);
+    expect(isJsonBody('{"a":1}', null)).toBe(true);
+    expect(isJsonBody('{"a":1}', "text/plain;charset=UTF-8")).toBe(true);
+    expect(isJsonBody("hello", "text/plain")).toBe(false);
+    expect(isJsonBody('{"a":1}', "multipart/form-data; boundary=x")).toBe(false);
+    expect(isJsonBody('{"a":1}', "application/octet-stream")).toBe(false);
   });
 });
 

@@ -94,6 +94,28 @@ describe("LeasedBody", () => {
     expect(lease.released).toBe(true);
   });
 
+  it("a body that already completed ends as its end would when cancelled, aborted or reset after that", async () => {
+    for (const how of ["cancel", "abort", "fail"] as const) {
+      const { router, lease, releases, hooks } = await setup();
+      const source = manualSource();
+      let completed = false;
+      const body = new LeasedBody(lease, source, { ...hooks, completed: () => completed }, newLeaseRegistry());
+      const controller = new AbortController();
+      body.attach({}, controller.signal);
+      source.push("usage");
+      await body.read();
+      completed = true;
+      if (how === "cancel") await body.cancel("enough");
+      else if (how === "abort") controller.abort("enough");
+      else {
+        source.fail(new Error("reset"));
+        await expect(body.read()).rejects.toThrow("reset");
+      }
+      expect(releases.map((r) => [r.outcome, r.info])).toEqual([["success", { promptTokens: 10, cachedTokens: 4 }]]);
+      expect(router.stats().targets[0]).toMatchObject({ inflight: 0, cachedTokens: 4, failures: 0 });
+    }
+  });
+
   it("cancel releases as cancelled, closes the source with the reason, and ends a read that was pending", async () => {
     const { lease, releases, chunks, hooks } = await setup();
     const source = manualSource();

@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JSON_TAIL_BYTES, MAX_LINE, StreamUsageScanner, findUsage, scannerFor, usageOf, usageOfBody } from "../../src/adapter/usage.js";
+import { JSON_TAIL_BYTES, JsonUsageScanner, MAX_LINE, StreamUsageScanner, findUsage, scannerFor, usageOf, usageOfBody } from "../../src/adapter/usage.js";
 
 const enc = new TextEncoder();
 
@@ -113,10 +113,29 @@ describe("JSON usage scanner", () => {
     expect(findUsage('{"usage": {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": 1}')).toBeUndefined();
   });
 
-  it("usageOf rejects negative or non-numeric counts", () => {
-    expect(usageOf({ usage: { prompt_tokens: -1, prompt_tokens_details: { cached_tokens: 0 } } })).toBeUndefined();
-    expect(usageOf({ usage: { prompt_tokens: "9", prompt_tokens_details: { cached_tokens: 0 } } })).toBeUndefined();
+  it("usageOf rejects counts no server could mean: negative, non-numeric, fractional, infinite, more cached than prompt", () => {
+    const of = (prompt: unknown, cached: unknown) => usageOf({ usage: { prompt_tokens: prompt, prompt_tokens_details: { cached_tokens: cached } } });
+    expect(of(-1, 0)).toBeUndefined();
+    expect(of("9", 0)).toBeUndefined();
+    expect(of(10.5, 0)).toBeUndefined();
+    expect(of(1e308 * 10, 0)).toBeUndefined();
+    expect(of(10, 11)).toBeUndefined();
+    expect(of(10, 10)).toEqual({ promptTokens: 10, cachedTokens: 10 });
     expect(usageOf(null)).toBeUndefined();
+  });
+
+  it("says a stream completed once its usage or [DONE] went past, and not before", () => {
+    const scanner = new StreamUsageScanner();
+    scanner.push(enc.encode('data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'));
+    expect(scanner.completed).toBe(false);
+    scanner.push(enc.encode(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 5, prompt_tokens_details: { cached_tokens: 2 } } })}\n\n`));
+    expect(scanner.completed).toBe(true);
+    const done = new StreamUsageScanner();
+    done.push(enc.encode("data: [DONE]"));
+    expect(done.completed).toBe(false);
+    done.push(enc.encode("\n\n"));
+    expect(done.completed).toBe(true);
+    expect(new JsonUsageScanner().completed).toBe(false);
   });
 
   it("has no scanner for bodies that carry no usage", () => {

@@ -79,7 +79,7 @@ describe("routeOpenAI against a 7-instance fleet", () => {
   });
 
   it("sends requests with the same prefix to the same instance, cached tokens from the second on", async () => {
-    const client = await routed();
+    const client = await routed({ targetHeader: true });
     const router = getRouter(client);
     const expected = router?.rank({ body: { model: MODEL, messages: messages("billing", "q") } }).targets[0]?.id;
     const seen: string[] = [];

@@ -70,7 +70,7 @@ function inflight(router: { stats(): { totals: { inflight: number } } }): number
 describe("createRoutedFetch: requests", () => {
   it("rewrites the URL onto the target's baseURL, keeps path suffix and query, merges target headers", async () => {
     const { fetch: fake, calls } = fakeFetch(() => json({ ok: true }));
-    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1/" });
+    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1/", targetHeader: true });
     const byId = new Map<string, string>();
     for (let i = 0; i < 40; i++) {
       const res = await fetch("https://api.example/v1/chat/completions?api-version=2", {
@@ -94,7 +94,7 @@ describe("createRoutedFetch: requests", () => {
 
   it("passes a URL outside the client's base through unrouted", async () => {
     const { fetch: fake, calls } = fakeFetch(() => json({}));
-    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1" });
+    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1", targetHeader: true });
     const res = await fetch("https://elsewhere.example/v1/files", { method: "GET" });
     await res.text();
     expect(calls[0]?.url).toBe("https://elsewhere.example/v1/files");
@@ -162,7 +162,7 @@ describe("createRoutedFetch: failures and retries", () => {
       }
       return json({ usage });
     });
-    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, onRequestEnd: (i) => infos.push(i) });
+    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, onRequestEnd: (i) => infos.push(i), targetHeader: true });
     const body = chat("retry me");
     const ranking = router.rank({ body: JSON.parse(body) }).targets.map((t) => t.id);
     const res = await fetch("http://x/v1/chat/completions", { method: "POST", body });
@@ -179,15 +179,26 @@ describe("createRoutedFetch: failures and retries", () => {
     expect(inflight(router)).toBe(0);
   });
 
-  it("gives up after `attempts` and throws the connection error; aborts and local errors are not retried", async () => {
+  it("gives up after `attempts` and throws the connection error; resets, aborts and local errors are not retried", async () => {
     const { fetch: fake, calls } = fakeFetch(() => {
-      throw connectError("ECONNRESET");
+      throw connectError("ECONNREFUSED");
     });
     const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, attempts: 3 });
     // Only two targets serve "m", so a third attempt has nowhere new to go.
     await expect(fetch("http://x/v1/chat/completions", { method: "POST", body: chat("q") })).rejects.toThrow("fetch failed");
     expect(calls).toHaveLength(2);
     expect(inflight(router)).toBe(0);
+
+    // A reset may come after the request was written: one attempt, ERR_CONNECTION_LOST, the reset as its cause.
+    const reset = fakeFetch(() => {
+      throw connectError("ECONNRESET");
+    });
+    const r1 = await createRoutedFetch({ targets, fetch: reset.fetch, attempts: 3 });
+    const lost = await r1.fetch("http://x/v1/chat/completions", { method: "POST", body: chat("q") }).catch((e: unknown) => e);
+    expect(isRouterError(lost) && lost.code).toBe("ERR_CONNECTION_LOST");
+    expect((lost as Error).cause).toBeInstanceOf(TypeError);
+    expect(reset.calls).toHaveLength(1);
+    expect(r1.router.stats().totals.failures).toBe(1);
 
     const local = fakeFetch(() => {
       throw new TypeError("Invalid header value");
@@ -224,6 +235,7 @@ describe("createRoutedFetch: failures and retries", () => {
       fetch: fake,
       clock: { now: () => now },
       ejection: { consecutiveFailures: 2, baseEjectionMs: 1000, maxEjectionMs: 4000 },
+      targetHeader: true,
     });
     const body = chat("hot");
     const first = router.rank({ body: JSON.parse(body) }).targets[0]?.id;
