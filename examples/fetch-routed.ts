@@ -8,7 +8,7 @@
  * The base URL those clients use is never contacted: pass the same one as `baseURL` here and
  * every request under it goes to the target the router picks.
  */
-import { createRoutedFetch } from "prefix-router";
+import { TARGET_HEADER, createRoutedFetch } from "prefix-router";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 
 const fleet = await startFleet({ instances: 7, timeScale: 0.01, defaultMaxTokens: 16 });
@@ -16,6 +16,8 @@ try {
   const { fetch, router } = await createRoutedFetch({
     targets: fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` })),
     baseURL: "http://vllm-fleet/v1",
+    // Names the serving target on each response: for debugging, never forward it to untrusted callers.
+    targetHeader: true,
     onRequestEnd: (r) =>
       console.log(
         `${r.target.id} ${r.kind} attempt ${r.attempt}: ${r.status} ${r.outcome}, ` +
@@ -39,7 +41,7 @@ try {
       }),
     });
     const completion = (await response.json()) as { usage?: { prompt_tokens_details?: { cached_tokens?: number } } };
-    console.log(`  -> served by ${response.headers.get("x-prefix-router-target")}, cached ${completion.usage?.prompt_tokens_details?.cached_tokens} tokens`);
+    console.log(`  -> served by ${response.headers.get(TARGET_HEADER)}, cached ${completion.usage?.prompt_tokens_details?.cached_tokens} tokens`);
   }
 
   // A request without a prompt goes by least-outstanding.
