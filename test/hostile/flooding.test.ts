@@ -8,9 +8,9 @@
  */
 import fc from "fast-check";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { type Lease, type Router, type StrategySpec, TARGET_HEADER, boundedLoad, createRoutedFetch, createRouter, routeOpenAI } from "prefix-router";
-import { type LoopbackServer, ok, startServer } from "./servers.js";
+import { useServer } from "./servers.js";
 
 const EIGHT = Array.from({ length: 8 }, (_, i) => ({ id: `t${i}` }));
 const prompt = (n: number) => ({ model: "m", prompt: `attacker prompt number ${n} `.repeat(60) });
@@ -90,16 +90,10 @@ describe("hash flooding", () => {
 });
 
 describe("the x-prefix-router-target header is opt-in", () => {
-  let server: LoopbackServer;
-  beforeAll(async () => {
-    server = await startServer(ok());
-  });
-  afterAll(async () => {
-    await server.close();
-  });
+  const served = useServer();
 
   it("createRoutedFetch: absent by default, the target's id with targetHeader: true", async () => {
-    const targets = [{ id: "only", baseURL: `${server.origin}/v1` }];
+    const targets = [{ id: "only", baseURL: `${served().origin}/v1` }];
     const quiet = await createRoutedFetch({ targets });
     const res = await quiet.fetch("http://fleet.invalid/v1/chat/completions", { method: "POST", body: JSON.stringify(prompt(1)) });
     await res.text();
@@ -112,7 +106,7 @@ describe("the x-prefix-router-target header is opt-in", () => {
 
   it("the openai client: absent by default, so a service that forwards response headers leaks nothing", async () => {
     const client = await routeOpenAI(new OpenAI({ apiKey: "k", baseURL: "http://fleet.invalid/v1", maxRetries: 0 }), {
-      targets: [{ id: "only", baseURL: `${server.origin}/v1` }],
+      targets: [{ id: "only", baseURL: `${served().origin}/v1` }],
     });
     const { response } = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] }).withResponse();
     expect(response.headers.get(TARGET_HEADER)).toBeNull();

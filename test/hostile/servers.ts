@@ -6,6 +6,7 @@
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { afterAll, beforeAll } from "vitest";
 
 /** What a server saw of one request. */
 export interface Seen {
@@ -57,6 +58,18 @@ export async function startServer(behaviour: Behaviour = ok()): Promise<Loopback
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   }) as LoopbackServer;
+}
+
+/** A server started before the tests of the enclosing `describe` and closed after them. */
+export function useServer(behaviour: Behaviour = ok()): () => LoopbackServer {
+  let server: LoopbackServer | undefined;
+  beforeAll(async () => {
+    server = await startServer(behaviour);
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return () => server as LoopbackServer;
 }
 
 const USAGE = { prompt_tokens: 120, completion_tokens: 2, total_tokens: 122, prompt_tokens_details: { cached_tokens: 96 } };

@@ -4,10 +4,10 @@
  * ids at the edges route; distinct tenants with one prompt get distinct keys.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRoutedFetch, createRouter, isRouterError } from "prefix-router";
 import { codeOf } from "../support.js";
-import { type LoopbackServer, chatBody, ok, startServer } from "./servers.js";
+import { chatBody, useServer } from "./servers.js";
 
 const targets = [{ id: "a" }, { id: "b" }, { id: "c" }];
 
@@ -64,26 +64,20 @@ describe("tenant ids", () => {
 });
 
 describe("prompt_cache_key through createRoutedFetch", () => {
-  let server: LoopbackServer;
-  beforeAll(async () => {
-    server = await startServer(ok());
-  });
-  afterAll(async () => {
-    await server.close();
-  });
+  const served = useServer();
 
   it.each(INVALID)("%s: ERR_INVALID_TENANT, nothing sent", async (_name, tenant) => {
-    const { fetch, router } = await createRoutedFetch({ targets: [{ id: "a", baseURL: `${server.origin}/v1` }] });
-    const before = server.heads;
+    const { fetch, router } = await createRoutedFetch({ targets: [{ id: "a", baseURL: `${served().origin}/v1` }] });
+    const before = served().heads;
     const body = JSON.stringify(chatBody("t", { prompt_cache_key: tenant }));
     const error = await fetch("http://fleet.invalid/v1/chat/completions", { method: "POST", body }).catch((e: unknown) => e);
     expect(isRouterError(error) && error.code).toBe("ERR_INVALID_TENANT");
-    expect(server.heads).toBe(before);
+    expect(served().heads).toBe(before);
     expect(router.stats().totals.routed).toBe(0);
   });
 
   it("a null prompt_cache_key is no tenant: routed and sent", async () => {
-    const { fetch, router } = await createRoutedFetch({ targets: [{ id: "a", baseURL: `${server.origin}/v1` }] });
+    const { fetch, router } = await createRoutedFetch({ targets: [{ id: "a", baseURL: `${served().origin}/v1` }] });
     const res = await fetch("http://fleet.invalid/v1/chat/completions", { method: "POST", body: JSON.stringify(chatBody("t", { prompt_cache_key: null })) });
     await res.json();
     expect(router.stats().totals).toMatchObject({ routed: 1, inflight: 0 });
