@@ -17,12 +17,14 @@ import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.
 import { parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { checkTargetFields } from "../adapter/targets.js";
+import { TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError } from "./failures.js";
+import { type OpenAITenantRequest, applyTenant } from "./tenant.js";
 import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
 // Kept for modules that import these types from here (src/demo/demo.ts); their home is ./types.ts.
@@ -69,9 +71,10 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     options.onRequestEnd === undefined
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
-  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
+  const identity = TenantIdentity.from<OpenAITenantRequest>(options);
+  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, tenant: _t, isolation: _i, cacheSaltSecret: _s, ...routerOptions } = options;
   const router = await createRouter<T>(routerOptions);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, identity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -147,6 +150,7 @@ class RoutedSender<T extends OpenAITarget> {
     private readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined,
     private readonly clock: Clock,
     private readonly errorsAsResponses: boolean,
+    private readonly identity: TenantIdentity<OpenAITenantRequest>,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
@@ -154,6 +158,7 @@ class RoutedSender<T extends OpenAITarget> {
     if (out.signal?.aborted === true) throw abortReason(out.signal);
     const relative = this.relative(out.url);
     if (relative === undefined) return this.underlying.call(undefined, out.url.href, out.init);
+    out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path);
     try {
       return await withAttempts(
         this.router,
@@ -224,7 +229,6 @@ class RoutedSender<T extends OpenAITarget> {
     if (parsed !== undefined) {
       route.body = parsed;
       if (typeof parsed.model === "string") route.model = parsed.model;
-      if (typeof parsed.prompt_cache_key === "string") route.tenant = parsed.prompt_cache_key;
     } else if (raw !== undefined && this.router.mode === "bytes") {
       route.body = raw;
     }
