@@ -118,6 +118,8 @@ export interface AdviseReport {
   readonly capacityTokens: number;
   /** Token hit rate of one infinite cache that has seen every earlier request: the reuse ceiling. */
   readonly ceilingHitRate: number;
+  /** True when the log held more distinct prompt blocks than the ceiling keeps (`CEILING_MAX_BLOCKS`): the ceiling is a lower bound. */
+  readonly ceilingCapped: boolean;
   /** Token hit rate of one cache of `instances × capacityTokens`: the best placement on this fleet. */
   readonly pooledHitRate: number;
   /** Pooled hit rate with every finding fixed. */
@@ -232,6 +234,7 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
     instances,
     capacityTokens,
     ceilingHitRate: profile.ceilingHitRate,
+    ceilingCapped: profile.ceilingCapped,
     pooledHitRate: profile.pooledHitRate,
     pooledHitRateFixed: profile.pooledHitRate + allGain / profile.promptTokens,
     findings,

@@ -55,6 +55,11 @@ export class PooledCache {
   }
 }
 
+/** Distinct blocks the ceiling's infinite cache keeps (67 M tokens of distinct prompt text, ≈ 180 MB); past it the ceiling is a lower bound. */
+export const CEILING_MAX_BLOCKS = 1 << 22;
+/** Pooled-cache blocks one replay pass holds at most (~230 MB): more drifts to price take more passes. */
+export const PASS_MAX_BLOCKS = 1 << 21;
+
 /** Settings of both passes. */
 export interface PassSettings {
   readonly blockTokens: number;
@@ -78,6 +83,8 @@ export interface LogProfile {
   /** Distinct tenants (counted up to 100,000). */
   readonly tenants: number;
   readonly ceilingHitRate: number;
+  /** True when the ceiling's cache reached {@link CEILING_MAX_BLOCKS}: `ceilingHitRate` is a lower bound. */
+  readonly ceilingCapped: boolean;
   readonly pooledHitRate: number;
   readonly analyzer: DriftAnalyzer;
   /** Requests whose JSON differed from an earlier one's only in key order, per place. */
@@ -106,7 +113,7 @@ function* entries(source: LineSource, settings: PassSettings): Generator<{ entry
 
 /** Pass 1; see the file header. */
 export function profileLog(source: LineSource, settings: PassSettings): LogProfile {
-  const ceiling = new IdealCache(settings.blockTokens);
+  const ceiling = new IdealCache(settings.blockTokens, CEILING_MAX_BLOCKS);
   const pooled = new PooledCache(settings.pooledBlocks, settings.blockTokens);
   const analyzer = new DriftAnalyzer();
   const keyOrderSeen = new Map<string, string>();
@@ -158,6 +165,7 @@ export function profileLog(source: LineSource, settings: PassSettings): LogProfi
     lastMs: timestamps ? lastMs : 0,
     tenants: tenants.size,
     ceilingHitRate: ceiling.hitRate,
+    ceilingCapped: ceiling.capped,
     pooledHitRate: pooled.hitRate,
     analyzer,
     keyOrder,
@@ -178,19 +186,32 @@ export interface FixGain {
   readonly medianTokens: number;
 }
 
-/** Pass 2 for `drifts`; see the file header. Returns the gain per drift id and of all fixed together (`"*"`). */
+/**
+ * Pass 2 for `drifts`; see the file header. Returns the gain per drift id and of all fixed
+ * together (`"*"`). Holds at most {@link PASS_MAX_BLOCKS} cache blocks: when the drifts need more
+ * caches than that, the log is replayed once per group of them.
+ */
 export function replayFixes(source: LineSource, profile: LogProfile, drifts: readonly DriftStats[], settings: PassSettings): Map<string, FixGain> {
   const ids = [...drifts.map((d) => d.id), "*"];
+  const perPass = Math.max(1, Math.floor(PASS_MAX_BLOCKS / settings.pooledBlocks) - 1);
+  const out = new Map<string, FixGain>();
+  for (let from = 0; from < ids.length; from += perPass) {
+    for (const [id, gain] of replayGroup(source, profile, ids.slice(from, from + perPass), new Set(ids), settings)) out.set(id, gain);
+  }
+  return out;
+}
+
+/** One replay for the drift ids `group` (fixes of every id in `all` count for `"*"`). */
+function replayGroup(source: LineSource, profile: LogProfile, group: readonly string[], all: ReadonlySet<string>, settings: PassSettings): Map<string, FixGain> {
   const base = new PooledCache(settings.pooledBlocks, settings.blockTokens);
-  const caches = ids.map(() => new PooledCache(settings.pooledBlocks, settings.blockTokens));
-  const gains = ids.map(() => [] as number[]);
-  const wanted = new Set(ids);
+  const caches = group.map(() => new PooledCache(settings.pooledBlocks, settings.blockTokens));
+  const gains = group.map(() => [] as number[]);
   for (const { entry, body } of entries(source, settings)) {
     const prompt = promptOf(body, settings.blockTokens);
     const cachedBase = base.observe(prompt.keys, prompt.tokens);
     const segments = entry.kind === "trace" ? [] : segmentsOf(body);
-    const fixes = entry.kind === "trace" ? [] : profile.analyzer.walk(segments, false).fixes.filter((f) => wanted.has(f.finding));
-    ids.forEach((id, k) => {
+    const fixes = entry.kind === "trace" ? [] : profile.analyzer.walk(segments, false).fixes.filter((f) => all.has(f.finding));
+    group.forEach((id, k) => {
       const mine: Fix[] = id === "*" ? fixes : fixes.filter((f) => f.finding === id);
       const p = mine.length === 0 ? prompt : promptOf(applyFixes(body, segments, mine), settings.blockTokens);
       // Counted against the prompt as logged: a fix that shortens a value does not count as reuse.
@@ -199,7 +220,7 @@ export function replayFixes(source: LineSource, profile: LogProfile, drifts: rea
     });
   }
   const out = new Map<string, FixGain>();
-  ids.forEach((id, k) => {
+  group.forEach((id, k) => {
     const g = gains[k]!.sort((a, b) => a - b);
     out.set(id, { tokens: caches[k]!.cachedTokens - base.cachedTokens, requests: g.length, medianTokens: g.length === 0 ? 0 : g[g.length >> 1]! });
   });

@@ -24,9 +24,9 @@ export const TRIE_LIMITS = {
   /** Segments walked per request. */
   depth: 48,
   /** Trie nodes kept. */
-  nodes: 200_000,
+  nodes: 100_000,
   /** Characters of segment text kept (text is needed to compare variants). */
-  chars: 64 * 1024 * 1024,
+  chars: 32 * 1024 * 1024,
   /** Longest segment text kept, characters. */
   segmentChars: 256 * 1024,
   /** Most frequent children compared against a new segment. */

@@ -25,7 +25,7 @@ export function formatAdvice(report: AdviseReport): string {
   ];
   if (report.findings.length > 0) reuse.push(["pooled ideal with every drift below fixed", report.pooledHitRateFixed]);
   const width = Math.max(...reuse.map(([label]) => label.length));
-  for (const [label, v] of reuse) out.push(`  ${label.padEnd(width)}  ${pct(v).padStart(6)}`);
+  for (const [label, v] of reuse) out.push(`  ${label.padEnd(width)}  ${(label.startsWith("ceiling") && report.ceilingCapped ? "≥ " : "") + pct(v).padStart(6)}`);
   out.push("");
   if (report.kind === "trace") {
     out.push("Drift: not analysed (a Mooncake trace carries block ids, not prompts).");

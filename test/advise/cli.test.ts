@@ -1,5 +1,5 @@
 /** `prefix-router advise` on log files: formats, streaming, output, errors. */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -77,5 +77,19 @@ describe("prefix-router advise", () => {
     expect(c.err[0]).toBe("prefix-router advise: Expected one request log file, got none");
     expect(() => parseAdviseArgs(["x.jsonl", "--instances", "two"])).toThrow('Expected `--instances` to hold integers, got "two"');
     expect(parseAdviseArgs(["x.jsonl", "--capacity", "600k", "--rate", "2", "--drift-only"]).options).toEqual({ capacityTokens: 600_000, rateMultiplier: 2, simulate: false });
+  });
+});
+
+describe("the HTML report", () => {
+  it("draws the reuse and drift charts and the strategies' CDF and shares, with the recommendation", async () => {
+    const path = file("report.jsonl", driftLog("user-id", 150));
+    const html = join(dir, "advice.html");
+    const a = io();
+    expect(await runAdviseCommand([path, "--strategies", "random,prefix-aware", "--prefix-length", "4096", "--report", html, "-q"], a.io)).toBe(0);
+    const page = readFileSync(html, "utf8");
+    expect(page.match(/<svg/g)).toHaveLength(4);
+    expect(page).toContain("an id");
+    expect(page).toContain("Reuse lost to each drift");
+    expect(page).toContain("&#34;strategy&#34;");
   });
 });
