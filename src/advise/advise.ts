@@ -18,7 +18,7 @@ import { type FixGain, type LogProfile, type PassSettings, profileLog, replayFix
 import type { DriftStats } from "./drift.js";
 import { type LineSource, fileLines, memoryLines } from "./lines.js";
 import { logWorkload } from "./log-workload.js";
-import { DEFAULT_OUTPUT_TOKENS } from "./records.js";
+import { DEFAULT_OUTPUT_TOKENS, type LogRequest } from "./records.js";
 import { type Recommendation, recommend } from "./recommend.js";
 import { applyFixes, segmentsOf } from "./segments.js";
 import { describeValue } from "./variants.js";
@@ -209,7 +209,7 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
     recommendation = recommend(rows);
     if (recommendation !== undefined && priced.size > 0) {
       const r = recommendation.row;
-      const bodyOf = (req: Parameters<NonNullable<Parameters<typeof logWorkload>[1]["bodyOf"]>>[0]) => {
+      const bodyOf = (req: LogRequest) => {
         const segments = segmentsOf(req.body);
         return applyFixes(req.body, segments, profile.analyzer.walk(segments, false).fixes.filter((f) => priced.has(f.finding)));
       };

@@ -5,10 +5,9 @@
  * optional) appears on a terminal once the work has taken two seconds.
  */
 import { writeFile } from "node:fs/promises";
-import { parseArgs } from "node:util";
 import { type BenchCliIo, progressBar } from "../bench/cli.js";
 import { BenchError, isBenchError } from "../bench/errors.js";
-import { parseNumbers, parseTokenCount, splitList } from "../bench/options.js";
+import { parseCommandLine, parseNumbers, parseTokenCount, splitList } from "../bench/options.js";
 import { importOptional } from "../bench/report.js";
 import { ADVISE_PREFIX_LENGTHS, ADVISE_STRATEGIES, type AdviseOptions, type AdviseProgress, adviseLog } from "./advise.js";
 import { formatAdvice } from "./format.js";
@@ -113,34 +112,24 @@ export interface AdviseArgs {
  * @throws {BenchError} `ERR_BENCH_OPTION` for unknown options, malformed values or a missing log
  */
 export function parseAdviseArgs(argv: readonly string[]): AdviseArgs {
-  let parsed: ReturnType<typeof parseArgs>;
-  try {
-    parsed = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: true,
-      options: {
-        instances: { type: "string" },
-        capacity: { type: "string" },
-        strategies: { type: "string", multiple: true },
-        "prefix-length": { type: "string", multiple: true },
-        threshold: { type: "string", multiple: true },
-        "requests-per-second": { type: "string" },
-        rate: { type: "string" },
-        "output-tokens": { type: "string" },
-        limit: { type: "string" },
-        routers: { type: "string" },
-        seed: { type: "string" },
-        "drift-only": { type: "boolean" },
-        json: { type: "string" },
-        report: { type: "string" },
-        quiet: { type: "boolean", short: "q" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (e) {
-    throw new BenchError("ERR_BENCH_OPTION", (e as Error).message, { cause: e });
-  }
+  const parsed = parseCommandLine(argv, true, {
+    instances: { type: "string" },
+    capacity: { type: "string" },
+    strategies: { type: "string", multiple: true },
+    "prefix-length": { type: "string", multiple: true },
+    threshold: { type: "string", multiple: true },
+    "requests-per-second": { type: "string" },
+    rate: { type: "string" },
+    "output-tokens": { type: "string" },
+    limit: { type: "string" },
+    routers: { type: "string" },
+    seed: { type: "string" },
+    "drift-only": { type: "boolean" },
+    json: { type: "string" },
+    report: { type: "string" },
+    quiet: { type: "boolean", short: "q" },
+    help: { type: "boolean", short: "h" },
+  });
   const v = parsed.values as Record<string, string | boolean | string[] | undefined>;
   const help = v["help"] === true;
   const path = parsed.positionals[0];

@@ -116,7 +116,7 @@ describe("isolation on the emulated engine", () => {
     expect(await cachedFor(isolated, "iso-b")).toBeGreaterThan(1000);
 
     const shared = await client(targets, {});
-    expect(await cachedFor(shared, "share-a")).toBe(0);
+    expect(await cachedFor(shared, "share-a")).toBeLessThan(100);
     expect(await cachedFor(shared, "share-b")).toBeGreaterThan(1000);
   });
 });

