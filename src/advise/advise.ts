@@ -176,7 +176,8 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
 
   const durationMs = profile.timestamps
     ? Math.floor((profile.lastMs - profile.firstMs) / (options.rateMultiplier ?? 1)) + 1
-    : Math.ceil((1000 * profile.requests) / (ratePerSecond * (options.rateMultiplier ?? 1))) + 60_000;
+    : // Poisson arrivals: room for ten standard deviations of the last arrival, and a minute.
+      Math.ceil((1000 * (profile.requests + 10 * Math.sqrt(profile.requests))) / (ratePerSecond * (options.rateMultiplier ?? 1))) + 60_000;
   const replay = {
     name: "log",
     timestamps: profile.timestamps,
