@@ -5,6 +5,7 @@ export default defineConfig({
     index: "src/index.ts",
     "fleet/index": "src/fleet/index.ts",
     "bench/index": "src/bench/index.ts",
+    "advise/index": "src/advise/index.ts",
     cli: "src/cli.ts",
   },
   format: ["esm", "cjs"],

@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^prefix-router$/, replacement: src("index.ts") },
       { find: /^prefix-router\/fleet$/, replacement: src("fleet/index.ts") },
       { find: /^prefix-router\/bench$/, replacement: src("bench/index.ts") },
+      { find: /^prefix-router\/advise$/, replacement: src("advise/index.ts") },
     ],
   },
   test: {

@@ -6,6 +6,7 @@
 
 import { runDemoCommand } from "./demo/cli.js";
 import { runBenchCommand } from "./bench/cli.js";
+import { runAdviseCommand } from "./advise/cli.js";
 import { runFleetCommand, type CliIo } from "./fleet/cli.js";
 
 /** A subcommand: a one-line summary and a runner returning the exit code. */
@@ -19,6 +20,7 @@ const COMMANDS: Record<string, Command> = {
   demo: { summary: "compare routing strategies live on an emulated 7-instance fleet", run: runDemoCommand },
   fleet: { summary: "start an emulated inference fleet on loopback", run: runFleetCommand },
   bench: { summary: "compare routing strategies on the virtual-time fleet", run: runBenchCommand },
+  advise: { summary: "read a request log: reuse, prompt drift, the strategy and settings to use", run: runAdviseCommand },
 };
 
 function usage(): string {

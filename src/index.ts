@@ -55,10 +55,14 @@ export { TARGET_HEADER } from "./openai/body.js";
 export { DEFAULT_REDIRECT, MAX_REDIRECTS } from "./openai/redirects.js";
 export type { RedirectPolicy } from "./openai/types.js";
 export { routeOpenAI } from "./openai/client.js";
+export type { OpenAITenantRequest } from "./openai/tenant.js";
+export { DEFAULT_ISOLATION } from "./adapter/tenant.js";
+export type { TenantIsolation, TenantOptions } from "./adapter/tenant.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
 export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";
 export type {
   RouteSageMakerOptions,
   RoutedSageMakerClient,
   SageMakerTarget,
+  SageMakerTenantRequest,
 } from "./sagemaker/route-sagemaker.js";

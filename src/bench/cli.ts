@@ -126,8 +126,8 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
   }
 }
 
-/** A progress bar on stderr that appears only once the run has lasted two seconds. */
-async function progressBar(io: BenchCliIo): Promise<{ update: (p: BenchProgress) => void; stop: () => void } | undefined> {
+/** A progress bar on stderr that appears only once the run has lasted two seconds (`undefined` without cli-progress). */
+export async function progressBar(io: BenchCliIo): Promise<{ update: (p: BenchProgress) => void; stop: () => void } | undefined> {
   let mod: typeof import("cli-progress");
   try {
     mod = await importOptional("cli-progress", () => import("cli-progress"));

@@ -11,7 +11,11 @@ export type BenchErrorCode =
   /** A benchmark option is missing, malformed or out of range (the message names it). */
   | "ERR_BENCH_OPTION"
   /** An optional package needed for this output (charts, progress bar) is not installed. */
-  | "ERR_MISSING_PACKAGE";
+  | "ERR_MISSING_PACKAGE"
+  /** A request log line is neither a request body nor a Mooncake record (the error's `line` says which). */
+  | "ERR_LOG_FORMAT"
+  /** A request log could not be read. */
+  | "ERR_LOG_READ";
 
 const BRAND = Symbol.for("prefix-router.BenchError");
 
@@ -24,7 +28,7 @@ const BRAND = Symbol.for("prefix-router.BenchError");
 export class BenchError extends Error {
   /** Stable code. */
   readonly code: BenchErrorCode;
-  /** 1-based line of the trace file, for `ERR_TRACE_FORMAT`. */
+  /** 1-based line of the trace file or log, for `ERR_TRACE_FORMAT` and `ERR_LOG_FORMAT`. */
   readonly line?: number;
 
   constructor(code: BenchErrorCode, message: string, options?: { cause?: unknown; line?: number }) {

@@ -35,12 +35,12 @@ export interface PublishedGainCheck {
 /**
  * `prefix-aware` against `random` on the workloads AWS published results for, on every
  * `prefix-aware` row of `long-context` and `sharegpt` that has a random row on its scenario.
- * The targets are at or just beyond the best end of AWS's published ranges for SageMaker's
- * prefix-aware routing (long context: P50 −71% to −77%, P90 −33% to −37%, each of 7 instances
+ * AWS's published ranges for SageMaker's prefix-aware routing are (long context: P50 −71% to −77%, P90 −33% to −37%, each of 7 instances
  * receiving 13.3%–15.4% of requests; ShareGPT-like: P50 −13% to −16%, P90 −24% to −37%):
- * - long-context: P50 ≤ −80%, P90 ≤ −40%, token hit rate ≥ 95% of ideal, every share in
+ * - long-context, at or just beyond the best end of the ranges: P50 ≤ −80%, P90 ≤ −40%, token hit rate ≥ 95% of ideal, every share in
  *   [13.3%, 15.4%];
- * - sharegpt: P50 ≤ −16%, P90 ≤ −37%.
+ * - sharegpt: P50 and P90 within AWS's ranges (−16% to −13%, −24% to −37%): the workload is
+ *   calibrated on AWS's setup (docs/bench-sharegpt.md), so the check is that it reproduces it.
  */
 export function checkPublishedGains(rows: readonly BenchRow[]): PublishedGainCheck[] {
   const checks: PublishedGainCheck[] = [];
@@ -57,6 +57,11 @@ export function checkPublishedGains(rows: readonly BenchRow[]): PublishedGainChe
         met: value <= limit,
         shortfall: value <= limit ? "" : pts(value - limit),
       });
+    // AWS's own range: a cut beyond its best end is as far from the measurement as one short of it.
+    const within = (goal: string, value: number, best: number, worst: number) => {
+      const off = value < best ? best - value : value > worst ? value - worst : 0;
+      checks.push({ row: r, goal, measured: pct(value), met: off === 0, shortfall: off === 0 ? "" : `${pts(off)} ${value < best ? "beyond" : "short of"} the range` });
+    };
     if (r.workload === "long-context") {
       change("P50 TTFT vs random ≤ −80%", c.ttftP50Change, -0.8);
       change("P90 TTFT vs random ≤ −40%", c.ttftP90Change, -0.4);
@@ -77,8 +82,8 @@ export function checkPublishedGains(rows: readonly BenchRow[]): PublishedGainChe
         shortfall: low === 0 && high === 0 ? "" : [low > 0 ? `min ${pts(low)} low` : "", high > 0 ? `max ${pts(high)} high` : ""].filter(Boolean).join(", "),
       });
     } else if (r.workload === "sharegpt") {
-      change("P50 TTFT vs random ≤ −16%", c.ttftP50Change, -0.16);
-      change("P90 TTFT vs random ≤ −37%", c.ttftP90Change, -0.37);
+      within("P50 TTFT vs random in −16%…−13%", c.ttftP50Change, -0.16, -0.13);
+      within("P90 TTFT vs random in −37%…−24%", c.ttftP90Change, -0.37, -0.24);
     }
   }
   return checks;

@@ -13,6 +13,8 @@ export { HOT_PREFIX_DEFAULTS, LONG_CONTEXT_DEFAULTS, RAG_DEFAULTS, hotPrefixWork
 export type { HotPrefixParams, LongContextParams, RagParams } from "./workloads-single-turn.js";
 export { AGENT_DEFAULTS, SHAREGPT_DEFAULTS, agentWorkload, sharegptWorkload } from "./workloads-sessions.js";
 export type { AgentParams, SharegptParams } from "./workloads-sessions.js";
+export { MULTI_TENANT_DEFAULTS, multiTenantWorkload } from "./workloads-tenants.js";
+export type { MultiTenantParams } from "./workloads-tenants.js";
 export { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 export type { WorkloadName } from "./workloads.js";
 export { MOONCAKE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from "./trace.js";

@@ -267,12 +267,18 @@ function nearestRank(sorted: Float64Array, p: number): number {
 export class IdealCache {
   readonly #seen = new Set<number>();
   readonly #blockTokens: number;
+  readonly #maxBlocks: number;
   #prompt = 0;
   #cached = 0;
 
-  /** @param blockTokens - the engine's block size in tokens */
-  constructor(blockTokens: number) {
+  /**
+   * @param blockTokens - the engine's block size in tokens
+   * @param maxBlocks - distinct blocks kept; past it no new block is added and the hit rate is a
+   *   lower bound ({@link capped}). Default: no limit.
+   */
+  constructor(blockTokens: number, maxBlocks = Infinity) {
     this.#blockTokens = blockTokens;
+    this.#maxBlocks = maxBlocks;
   }
 
   /**
@@ -290,7 +296,8 @@ export class IdealCache {
       if (this.#seen.has(keys[mid - 1]!)) lo = mid;
       else hi = mid - 1;
     }
-    for (let i = lo; i < keys.length; i++) this.#seen.add(keys[i]!);
+    // Stopping part-way keeps the set prefix-closed: a request's keys are added in order.
+    for (let i = lo; i < keys.length && this.#seen.size < this.#maxBlocks; i++) this.#seen.add(keys[i]!);
     const hit = Math.min(lo, Math.floor((promptTokens - 1) / this.#blockTokens));
     const cached = Math.max(0, hit) * this.#blockTokens;
     this.#prompt += promptTokens;
@@ -306,6 +313,11 @@ export class IdealCache {
   /** Distinct blocks seen. */
   get blocks(): number {
     return this.#seen.size;
+  }
+
+  /** True once `maxBlocks` was reached: the hit rate is then a lower bound. */
+  get capped(): boolean {
+    return this.#seen.size >= this.#maxBlocks;
   }
 }
 

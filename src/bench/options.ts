@@ -3,7 +3,7 @@
  * (`1.2M`, `600k`), scale events (`30m:+1`), comma-separated lists. Every parser throws a
  * {@link BenchError} (`ERR_BENCH_OPTION`) that names the option and quotes the bad value.
  */
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { BenchError } from "./errors.js";
 import type { ScaleEvent } from "./simulate.js";
 
@@ -113,39 +113,48 @@ export interface BenchArgs {
   quiet: boolean;
 }
 
+/** The values and positionals of a command line, as `node:util` `parseArgs` gives them. */
+export interface CommandLine {
+  readonly values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  readonly positionals: readonly string[];
+}
+
+/**
+ * `node:util` `parseArgs` in strict mode, its errors turned into {@link BenchError}s.
+ * @throws {BenchError} `ERR_BENCH_OPTION` for an unknown option or a missing value
+ */
+export function parseCommandLine(argv: readonly string[], allowPositionals: boolean, options: NonNullable<ParseArgsConfig["options"]>): CommandLine {
+  try {
+    const { values, positionals } = parseArgs({ args: [...argv], strict: true, allowPositionals, options });
+    return { values: values as CommandLine["values"], positionals };
+  } catch (e) {
+    throw new BenchError("ERR_BENCH_OPTION", (e as Error).message, { cause: e });
+  }
+}
+
 /**
  * Parses the arguments of `prefix-router bench` (after the subcommand name).
  * @throws {BenchError} `ERR_BENCH_OPTION` for unknown options or malformed values
  */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        workload: { type: "string", multiple: true },
-        strategies: { type: "string", multiple: true },
-        instances: { type: "string", multiple: true },
-        "prefix-length": { type: "string", multiple: true },
-        threshold: { type: "string", multiple: true },
-        capacity: { type: "string", multiple: true },
-        rate: { type: "string", multiple: true },
-        duration: { type: "string", multiple: true },
-        seed: { type: "string", multiple: true },
-        routers: { type: "string", multiple: true },
-        trace: { type: "string" },
-        "scale-at": { type: "string", multiple: true },
-        json: { type: "string" },
-        report: { type: "string" },
-        quiet: { type: "boolean", short: "q" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    throw new BenchError("ERR_BENCH_OPTION", (e as Error).message, { cause: e });
-  }
+  const { values } = parseCommandLine(argv, false, {
+    workload: { type: "string", multiple: true },
+    strategies: { type: "string", multiple: true },
+    instances: { type: "string", multiple: true },
+    "prefix-length": { type: "string", multiple: true },
+    threshold: { type: "string", multiple: true },
+    capacity: { type: "string", multiple: true },
+    rate: { type: "string", multiple: true },
+    duration: { type: "string", multiple: true },
+    seed: { type: "string", multiple: true },
+    routers: { type: "string", multiple: true },
+    trace: { type: "string" },
+    "scale-at": { type: "string", multiple: true },
+    json: { type: "string" },
+    report: { type: "string" },
+    quiet: { type: "boolean", short: "q" },
+    help: { type: "boolean", short: "h" },
+  });
   const strings = (k: string) => values[k] as string[] | undefined;
   return {
     help: values["help"] === true,

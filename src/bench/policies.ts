@@ -102,7 +102,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
       });
       return {
         route(request) {
-          const lease = router.route({ body: request.body });
+          const lease = router.route(request.tenant === undefined ? { body: request.body } : { body: request.body, tenant: request.tenant });
           return {
             targetId: lease.target.id,
             spilled: lease.kind === "spillover" || lease.kind === "fallback",

@@ -146,10 +146,17 @@ export async function importOptional<M>(name: string, load: () => Promise<M>): P
   }
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** `s` with the characters HTML treats specially escaped. */
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
 
-function htmlTable(header: readonly string[], body: readonly (readonly string[])[]): string {
+/** The style sheet of the HTML reports. */
+export const REPORT_STYLE = `body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
+td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}`;
+
+/** An HTML table of escaped cells. */
+export function htmlTable(header: readonly string[], body: readonly (readonly string[])[]): string {
   const th = header.map((h) => `<th>${escapeHtml(h)}</th>`).join("");
   const trs = body.map((r) => `<tr>${r.map((c) => `<td>${escapeHtml(c)}</td>`).join("")}</tr>`).join("\n");
   return `<table><thead><tr>${th}</tr></thead><tbody>\n${trs}\n</tbody></table>`;
@@ -227,9 +234,7 @@ export async function renderHtmlReport(rows: readonly BenchRow[], render?: SvgRe
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>prefix-router bench</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}
-td:first-child,th:first-child{text-align:left}.charts{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0}
+${REPORT_STYLE}
 </style></head><body>
 <h1>prefix-router bench</h1>
 <p>Virtual-time fleet; every strategy replays the same request sequence. Rates are token rates; shares are shares of requests. Decisions/s is wall clock and varies between runs.</p>

@@ -8,7 +8,7 @@
  * Everything except the `wall` field of a row is a pure function of the scenario and the policy.
  */
 import { DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_PREFIX_LENGTH } from "../index.js";
-import { DEFAULT_ENGINE_CONFIG, VirtualFleet, blockKeys, countTokens, isFleetError, renderPrompt } from "../fleet/index.js";
+import { DEFAULT_ENGINE_CONFIG, VirtualFleet, blockKeys, cacheNamespace, countTokens, isFleetError, renderPrompt } from "../fleet/index.js";
 import type { EngineConfig, VirtualResult } from "../fleet/index.js";
 import { Rng, mix32 } from "../sim/random.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
@@ -179,7 +179,8 @@ export async function simulate(
     routeMs += performance.now() - t0;
     decisions++;
     try {
-      fleet.submit(decision.targetId, { id: req.id, prompt, outputTokens: req.outputTokens, model: req.body.model }, {
+      const salt = req.cacheSalt === undefined ? {} : { cacheSalt: req.cacheSalt };
+      fleet.submit(decision.targetId, { id: req.id, prompt, outputTokens: req.outputTokens, model: req.body.model, ...salt }, {
         onFirstToken() {
           decision.firstToken?.();
         },
@@ -199,7 +200,7 @@ export async function simulate(
     recorder.recordDecision(decision.targetId, decision.spilled);
     if (ideal !== undefined) {
       const promptTokens = countTokens(prompt);
-      const cached = ideal.observe(blockKeys(prompt, blockTokens, req.body.model), promptTokens);
+      const cached = ideal.observe(blockKeys(prompt, blockTokens, cacheNamespace(req.body.model, req.cacheSalt)), promptTokens);
       const b = Math.floor(req.arrivalMs / bucketMs);
       idealCached[b] = (idealCached[b] ?? 0) + cached;
       idealPrompt[b] = (idealPrompt[b] ?? 0) + promptTokens;

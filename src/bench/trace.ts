@@ -15,7 +15,7 @@
 import { readFile } from "node:fs/promises";
 import { BenchError } from "./errors.js";
 import { CHARS_PER_TOKEN, TextSource } from "./text.js";
-import { BENCH_MODEL, type Workload } from "./workload.js";
+import { BENCH_MODEL, type BenchRequest, type Workload } from "./workload.js";
 
 /** Tokens per `hash_ids` block in the Mooncake format. */
 export const MOONCAKE_BLOCK_TOKENS = 512;
@@ -78,40 +78,49 @@ export function parseTrace(text: string, options: TraceParseOptions = {}): Trace
     } catch (e) {
       fail("not valid JSON", e);
     }
-    if (typeof value !== "object" || value === null || Array.isArray(value)) fail("expected a JSON object");
-    const o = value as Record<string, unknown>;
-    const timestamp = o["timestamp"];
-    const input = o["input_length"];
-    const output = o["output_length"];
-    const ids = o["hash_ids"];
-    if (typeof timestamp !== "number" || !Number.isFinite(timestamp) || timestamp < 0) {
-      fail(`\`timestamp\` must be a number of milliseconds ≥ 0, got ${JSON.stringify(timestamp)}`);
+    const record = traceRecordOf(value, blockTokens, fail);
+    if (record.timestampMs < previous) {
+      fail(`\`timestamp\` ${record.timestampMs} is earlier than the previous record's ${previous}; traces are sorted by time`);
     }
-    if (!isIntAtLeast(input, 1)) fail(`\`input_length\` must be an integer ≥ 1, got ${JSON.stringify(input)}`);
-    if (!isIntAtLeast(output, 0)) fail(`\`output_length\` must be an integer ≥ 0, got ${JSON.stringify(output)}`);
-    if (!Array.isArray(ids) || ids.length === 0) fail(`\`hash_ids\` must be a non-empty array, got ${JSON.stringify(ids)}`);
-    const hashIds = ids as unknown[];
-    for (const id of hashIds) {
-      if (!isIntAtLeast(id, 0)) fail(`\`hash_ids\` must hold integers ≥ 0, got ${JSON.stringify(id)}`);
-    }
-    const expected = Math.ceil((input as number) / blockTokens);
-    if (hashIds.length !== expected) {
-      fail(
-        `\`input_length\` ${input as number} needs ⌈${input as number}/${blockTokens}⌉ = ${expected} hash ids, got ${hashIds.length}`,
-      );
-    }
-    if ((timestamp as number) < previous) {
-      fail(`\`timestamp\` ${timestamp as number} is earlier than the previous record's ${previous}; traces are sorted by time`);
-    }
-    previous = timestamp as number;
-    records.push({
-      timestampMs: timestamp as number,
-      inputTokens: input as number,
-      outputTokens: output as number,
-      hashIds: hashIds as number[],
-    });
+    previous = record.timestampMs;
+    records.push(record);
   }
   return records;
+}
+
+/**
+ * One Mooncake record from its parsed JSON value, validated; `fail` throws with the reason.
+ * @internal Shared with the advisor, which reads traces line by line.
+ */
+export function traceRecordOf(value: unknown, blockTokens: number, fail: (why: string) => never): TraceRecord {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("expected a JSON object");
+  const o = value as Record<string, unknown>;
+  const timestamp = o["timestamp"];
+  const input = o["input_length"];
+  const output = o["output_length"];
+  const ids = o["hash_ids"];
+  if (typeof timestamp !== "number" || !Number.isFinite(timestamp) || timestamp < 0) {
+    fail(`\`timestamp\` must be a number of milliseconds ≥ 0, got ${JSON.stringify(timestamp)}`);
+  }
+  if (!isIntAtLeast(input, 1)) fail(`\`input_length\` must be an integer ≥ 1, got ${JSON.stringify(input)}`);
+  if (!isIntAtLeast(output, 0)) fail(`\`output_length\` must be an integer ≥ 0, got ${JSON.stringify(output)}`);
+  if (!Array.isArray(ids) || ids.length === 0) fail(`\`hash_ids\` must be a non-empty array, got ${JSON.stringify(ids)}`);
+  const hashIds = ids as unknown[];
+  for (const id of hashIds) {
+    if (!isIntAtLeast(id, 0)) fail(`\`hash_ids\` must hold integers ≥ 0, got ${JSON.stringify(id)}`);
+  }
+  const expected = Math.ceil((input as number) / blockTokens);
+  if (hashIds.length !== expected) {
+    fail(
+      `\`input_length\` ${input as number} needs ⌈${input as number}/${blockTokens}⌉ = ${expected} hash ids, got ${hashIds.length}`,
+    );
+  }
+  return {
+    timestampMs: timestamp as number,
+    inputTokens: input as number,
+    outputTokens: output as number,
+    hashIds: hashIds as number[],
+  };
 }
 
 /**
@@ -163,28 +172,36 @@ export function traceWorkload(records: readonly TraceRecord[], options: TraceWor
     defaultDurationMs: Math.floor(last) + 1,
     parameters: { requests: records.length, blockTokens },
     *requests(s) {
-      const text = new TextSource(s.seed, 48 * 1024 * 1024);
+      const text = traceText(s.seed);
       for (let i = 0; i < records.length; i++) {
         const r = records[i]!;
         const arrivalMs = r.timestampMs / s.rateMultiplier;
         if (arrivalMs >= s.durationMs) return;
-        const parts: string[] = [];
-        const n = r.hashIds.length;
-        for (let b = 0; b < n; b++) {
-          const block = text.cached(NS_TRACE_BLOCK, r.hashIds[b]!, blockTokens);
-          const tokens = b < n - 1 ? blockTokens : r.inputTokens - blockTokens * (n - 1);
-          parts.push(tokens === blockTokens ? block : block.slice(0, tokens * CHARS_PER_TOKEN));
-        }
-        const out = Math.max(1, r.outputTokens);
-        yield {
-          id: `${name}-${i}`,
-          arrivalMs,
-          outputTokens: out,
-          body: { model: BENCH_MODEL, messages: [{ role: "user", content: parts.join("") }], max_tokens: out },
-        };
+        yield traceRequest(r, `${name}-${i}`, arrivalMs, text, blockTokens);
       }
     },
   };
+}
+
+/** @internal The synthetic text of a trace replay under `seed` (one per replay). */
+export function traceText(seed: number): TextSource {
+  return new TextSource(seed, 48 * 1024 * 1024);
+}
+
+/**
+ * @internal The benchmark request of one trace record: each hash id becomes `blockTokens` tokens
+ * of text unique to the id (a final partial block is a prefix of its id's text).
+ */
+export function traceRequest(r: TraceRecord, id: string, arrivalMs: number, text: TextSource, blockTokens: number): BenchRequest {
+  const parts: string[] = [];
+  const n = r.hashIds.length;
+  for (let b = 0; b < n; b++) {
+    const block = text.cached(NS_TRACE_BLOCK, r.hashIds[b]!, blockTokens);
+    const tokens = b < n - 1 ? blockTokens : r.inputTokens - blockTokens * (n - 1);
+    parts.push(tokens === blockTokens ? block : block.slice(0, tokens * CHARS_PER_TOKEN));
+  }
+  const out = Math.max(1, r.outputTokens);
+  return { id, arrivalMs, outputTokens: out, body: { model: BENCH_MODEL, messages: [{ role: "user", content: parts.join("") }], max_tokens: out } };
 }
 
 /** Text namespace of trace blocks (distinct from every built-in workload's namespaces). */

@@ -54,6 +54,10 @@ export interface BenchRequest {
   readonly body: ChatBody;
   /** Completion length the engine will generate, in tokens. */
   readonly outputTokens: number;
+  /** The request's tenant, routed with it (the router's `tenant`). @default undefined — none */
+  readonly tenant?: string;
+  /** vLLM's `cache_salt` the request carries: the engine caches its blocks apart. @default undefined — none */
+  readonly cacheSalt?: string;
 }
 
 /** What a workload needs to produce its sequence. */
@@ -112,4 +116,5 @@ export const TEXT_NS = {
   thought: 9,
   args: 10,
   hotPrefix: 11,
+  tenant: 12,
 } as const;

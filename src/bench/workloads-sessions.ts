@@ -29,7 +29,10 @@ import {
 export interface SharegptParams {
   /** Poisson rate of new conversations per second, before the rate multiplier. @default 3 */
   conversationsPerSecond: number;
-  /** Mean user turns per conversation (geometric, capped at 24). @default 3.5 */
+  /**
+   * Mean user turns per whole conversation (geometric, capped at 24). @default 5.5 — whole
+   * conversations, not the 3.51 turns of ShareGPT's training split (see docs/bench-sharegpt.md)
+   */
   meanTurns: number;
   /** Median user message length in tokens (log-normal, σ 1.0, 4–3000). @default 70 */
   userMedianTokens: number;
@@ -42,7 +45,7 @@ export interface SharegptParams {
 /** Defaults of {@link sharegptWorkload}. */
 export const SHAREGPT_DEFAULTS: Readonly<SharegptParams> = {
   conversationsPerSecond: 3,
-  meanTurns: 3.5,
+  meanTurns: 5.5,
   userMedianTokens: 70,
   outputMedianTokens: 230,
   thinkMeanMs: 20_000,
@@ -51,7 +54,9 @@ export const SHAREGPT_DEFAULTS: Readonly<SharegptParams> = {
 /**
  * `sharegpt`: the second workload of AWS's published benchmark (ShareGPT-like). Short,
  * variable-length multi-turn conversations with no shared system prompt; each turn resends the
- * whole history, so sharing is only within a conversation.
+ * whole history, so sharing is only within a conversation. Conversations are whole ones (mean
+ * 5.5 user turns), as a multi-turn replay sends them, not the parts of ShareGPT's training split
+ * (docs/bench-sharegpt.md).
  */
 export function sharegptWorkload(params: Partial<SharegptParams> = {}): Workload {
   const p: SharegptParams = { ...SHAREGPT_DEFAULTS, ...params };

@@ -5,9 +5,10 @@
 import type { Workload } from "./workload.js";
 import { agentWorkload, sharegptWorkload } from "./workloads-sessions.js";
 import { hotPrefixWorkload, longContextWorkload, ragWorkload } from "./workloads-single-turn.js";
+import { multiTenantWorkload } from "./workloads-tenants.js";
 
 /** Names of the built-in workloads, in the order the default run uses. */
-export const WORKLOAD_NAMES = ["long-context", "sharegpt", "rag", "agent", "hot-prefix"] as const;
+export const WORKLOAD_NAMES = ["long-context", "sharegpt", "rag", "agent", "hot-prefix", "multi-tenant", "multi-tenant:isolated"] as const;
 
 /** A built-in workload name. */
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
@@ -25,5 +26,9 @@ export function builtinWorkload(name: WorkloadName): Workload {
       return agentWorkload();
     case "hot-prefix":
       return hotPrefixWorkload();
+    case "multi-tenant":
+      return multiTenantWorkload();
+    case "multi-tenant:isolated":
+      return multiTenantWorkload({ isolation: "tenant" });
   }
 }

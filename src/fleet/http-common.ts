@@ -18,6 +18,8 @@ export interface GenerationSpec {
   prompt: string;
   /** Model (also the prefix-cache namespace). */
   model: string;
+  /** vLLM's `cache_salt`: a prefix-cache namespace within the model (see cache-salt.ts). */
+  cacheSalt?: string;
   /** Tokens to generate. */
   outputTokens: number;
 }

@@ -17,6 +17,7 @@ export type { KvCacheUsage } from "./kv-cache.js";
 export { createRandom } from "../sim/random.js";
 export type { RandomSource } from "../sim/random.js";
 export { renderPrompt } from "./template.js";
+export { cacheNamespace, cacheSaltOf } from "./cache-salt.js";
 export { CHARS_PER_TOKEN, blockKeys, countTokens, fillerText, fillerToken } from "./tokenizer.js";
 export { VirtualFleet, defaultInstanceIds } from "./virtual.js";
 export type { InstanceStats, VirtualCallbacks, VirtualFleetOptions, VirtualRequest } from "./virtual.js";

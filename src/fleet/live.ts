@@ -21,6 +21,7 @@ import { handleOpenAI } from "./openai-server.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 import { handleSageMaker } from "./sagemaker-server.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
+import { cacheNamespace } from "./cache-salt.js";
 import { defaultInstanceIds, toInstanceStats, type InstanceStats } from "./virtual.js";
 
 /** The model served when `models` is not given. */
@@ -266,7 +267,7 @@ class Instance implements LiveInstance, InstanceRuntime {
       {
         id: this.sequence,
         promptTokens: countTokens(spec.prompt),
-        blockKeys: blockKeys(spec.prompt, this.engine.config.blockSizeTokens, spec.model),
+        blockKeys: blockKeys(spec.prompt, this.engine.config.blockSizeTokens, cacheNamespace(spec.model, spec.cacheSalt)),
         outputTokens: spec.outputTokens,
       },
       callbacks,

@@ -28,6 +28,7 @@ import {
   type GenerationSpec,
   type InstanceRuntime,
 } from "./http-common.js";
+import { cacheSaltOf } from "./cache-salt.js";
 import { renderPrompt } from "./template.js";
 import { countTokens, fillerText, fillerToken } from "./tokenizer.js";
 
@@ -132,8 +133,10 @@ function serve(rt: InstanceRuntime, res: ServerResponse, kind: Kind, buf: Buffer
   if (kind === "chat" && !("messages" in body)) return sendError(rt, res, 400, "`messages` is required");
   if (kind === "completion" && !("prompt" in body)) return sendError(rt, res, 400, "`prompt` is required");
   let prompt: string;
+  let cacheSalt: string | undefined;
   try {
     prompt = renderPrompt(kind === "chat" ? { messages: body.messages, tools: body.tools } : { prompt: body.prompt });
+    cacheSalt = cacheSaltOf(body);
   } catch (e) {
     return sendError(rt, res, 400, isFleetError(e) ? e.message : String(e));
   }
@@ -141,7 +144,7 @@ function serve(rt: InstanceRuntime, res: ServerResponse, kind: Kind, buf: Buffer
   const field = body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
   const out = outputTokensOf(body[field], rt.defaultMaxTokens, promptTokens, rt.maxModelLen, field);
   if (typeof out === "string") return sendError(rt, res, 400, out);
-  const spec: GenerationSpec = { prompt, model, outputTokens: out.tokens };
+  const spec: GenerationSpec = { prompt, model, outputTokens: out.tokens, ...(cacheSalt === undefined ? {} : { cacheSalt }) };
   const finishReason = out.explicit ? "length" : "stop";
   const stream = body.stream === true;
   const streamOptions = body.stream_options as { include_usage?: unknown } | undefined;

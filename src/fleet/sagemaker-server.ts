@@ -32,6 +32,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isFleetError } from "./errors.js";
 import { internalError, parseJson, readBody, runGeneration, sendJson, servedHeaders, usageOf, type InstanceRuntime } from "./http-common.js";
 import { outputTokensOf } from "./openai-server.js";
+import { cacheSaltOf } from "./cache-salt.js";
 import { renderPrompt } from "./template.js";
 import { countTokens, fillerText, fillerToken } from "./tokenizer.js";
 
@@ -131,8 +132,10 @@ function serve(
   const b = body as Record<string, unknown>;
   const chat = "messages" in b;
   let prompt: string;
+  let cacheSalt: string | undefined;
   try {
     prompt = renderPrompt(chat ? { messages: b.messages, tools: b.tools } : "inputs" in b ? { inputs: b.inputs } : b);
+    cacheSalt = cacheSaltOf(b);
   } catch (e) {
     return modelError(rt, res, 400, isFleetError(e) ? e.message : String(e));
   }
@@ -161,7 +164,7 @@ function serve(
     `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices, ...(usage ? { usage } : {}) })}\n\n`;
   const details = (p: number, c: number, o: number) => ({ finish_reason: finishReason, generated_tokens: o, prompt_tokens: p, cached_tokens: c });
   try {
-    runGeneration(rt, res, { prompt, model, outputTokens: out.tokens }, stream, {
+    runGeneration(rt, res, { prompt, model, outputTokens: out.tokens, ...(cacheSalt === undefined ? {} : { cacheSalt }) }, stream, {
       onFirstToken(info) {
         res.writeHead(200, {
           "content-type": "application/vnd.amazon.eventstream",

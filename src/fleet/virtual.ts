@@ -13,6 +13,7 @@ import { FleetError } from "./errors.js";
 import { EventHeap } from "../sim/event-heap.js";
 import { createRandom } from "../sim/random.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
+import { cacheNamespace } from "./cache-salt.js";
 
 /** A request for the virtual fleet: already-rendered prompt text (see `renderPrompt`). */
 export interface VirtualRequest {
@@ -24,6 +25,8 @@ export interface VirtualRequest {
   outputTokens: number;
   /** Model name; caches are separate per model. @default "" */
   model?: string;
+  /** vLLM's `cache_salt`: caches are separate per salt within a model. @default undefined */
+  cacheSalt?: string;
 }
 
 /** Callbacks of {@link VirtualFleet.submit}, run from inside `advanceTo`/`runUntilIdle`. */
@@ -170,7 +173,7 @@ export class VirtualFleet {
       {
         id: req.id,
         promptTokens: countTokens(req.prompt),
-        blockKeys: blockKeys(req.prompt, e.engine.config.blockSizeTokens, req.model ?? ""),
+        blockKeys: blockKeys(req.prompt, e.engine.config.blockSizeTokens, cacheNamespace(req.model ?? "", req.cacheSalt)),
         outputTokens: req.outputTokens,
       },
       callbacks,

@@ -22,6 +22,7 @@ import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.
 import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { checkedRouter } from "../adapter/targets.js";
+import { TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
@@ -29,6 +30,7 @@ import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
 import { checkRedirect, sendWithRedirects } from "./redirects.js";
+import { type OpenAITenantRequest, applyTenant } from "./tenant.js";
 import { type Base, type Relative, joinTarget, parseBase, relativeTo, validateOpenAITargets } from "./targets.js";
 import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
@@ -80,6 +82,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     options.onRequestEnd === undefined
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
+  const identity = TenantIdentity.from<OpenAITenantRequest>(options);
   const sending: Sending = {
     redirect: checkRedirect(options.redirect),
     targetHeader: options.targetHeader === undefined ? false : checkBoolean("targetHeader", options.targetHeader),
@@ -91,11 +94,14 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     onRequestEnd: _onRequestEnd,
     redirect: _redirect,
     targetHeader: _targetHeader,
+    tenant: _tenant,
+    isolation: _isolation,
+    cacheSaltSecret: _cacheSaltSecret,
     ...routerOptions
   } = options;
   const core = await createRouter<T>(routerOptions);
   const router = checkedRouter(core, validateOpenAITargets);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending, identity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -138,6 +144,7 @@ class RoutedSender<T extends OpenAITarget> {
     private readonly clock: Clock,
     private readonly errorsAsResponses: boolean,
     private readonly sending: Sending,
+    private readonly identity: TenantIdentity<OpenAITenantRequest>,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
@@ -146,6 +153,7 @@ class RoutedSender<T extends OpenAITarget> {
       if (out.signal?.aborted === true) throw abortReason(out.signal);
       const relative = relativeTo(this.clientBase, out.url);
       if (relative === undefined) return await this.underlying.call(undefined, out.url.href, out.init);
+      out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path);
       return await withAttempts(
         this.router,
         out.route,

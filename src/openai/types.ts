@@ -5,6 +5,8 @@
  */
 import type { LeaseOutcome, PickKind, Router, TargetSpec } from "../types.js";
 import type { RouterOptions } from "../options.js";
+import type { TenantOptions } from "../adapter/tenant.js";
+import type { OpenAITenantRequest } from "./tenant.js";
 
 /** How a routed request treats a 3xx answer (see {@link RoutedFetchOptions.redirect}). */
 export type RedirectPolicy = "manual" | "same-origin";
@@ -54,8 +56,11 @@ export interface RoutedRequestInfo<T extends OpenAITarget = OpenAITarget> {
   error: unknown;
 }
 
-/** Options of {@link createRoutedFetch}: every router option, plus how requests are sent. */
-export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> extends RouterOptions<T> {
+/**
+ * Options of {@link createRoutedFetch}: every router option, how requests are sent, and the
+ * tenant of each request (`tenant`, `isolation`, `cacheSaltSecret`; docs/tenants.md).
+ */
+export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> extends RouterOptions<T>, TenantOptions<OpenAITenantRequest> {
   /** The replicas. Each has a unique `id` and a `baseURL`; `weight`, `models` and `headers` are optional. */
   targets: readonly T[];
   /**

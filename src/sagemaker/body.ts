@@ -92,3 +92,14 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   }
   return { routing: value, wire: encoder.encode(canonical) };
 }
+
+/**
+ * The wire body with vLLM's `cache_salt` added: only for a JSON object body that was
+ * canonicalized and carries no `cache_salt` of its own (anything else is sent as prepared).
+ */
+export function saltBody(prepared: PreparedBody, salt: string | undefined): string | Uint8Array | undefined {
+  const { routing, wire } = prepared;
+  if (salt === undefined || routing === wire || routing === null || typeof routing !== "object" || Array.isArray(routing)) return wire;
+  if ((routing as Record<string, unknown>)["cache_salt"] !== undefined) return wire;
+  return encoder.encode(canonicalize({ ...(routing as Record<string, unknown>), cache_salt: salt }));
+}

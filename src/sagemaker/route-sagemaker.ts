@@ -25,12 +25,13 @@ import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { checkTargetFields, checkedRouter } from "../adapter/targets.js";
+import { TenantIdentity, type TenantOptions } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets } from "../options.js";
 import { createRouter } from "../router.js";
 import type { Lease, RouteRequest, Router, TargetSpec } from "../types.js";
-import { prepareBody, readBody } from "./body.js";
+import { prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 import { LeasedEventStream } from "./stream.js";
 
@@ -60,8 +61,21 @@ export interface SageMakerTarget extends TargetSpec {
   readonly client?: SageMakerRuntimeClient;
 }
 
-/** Options of {@link routeSageMaker}: the router's options (bytes mode is fixed) and the adapter's. */
-export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode"> {
+/** What a `tenant` function of the SageMaker adapter is called with. */
+export interface SageMakerTenantRequest {
+  /** The command's input (`EndpointName`, `Body`, `ContentType`, …), as the caller built it. */
+  readonly input: Readonly<Record<string, unknown>>;
+  /** The body: its parsed JSON value when it is JSON, else its bytes or text. */
+  readonly body: unknown;
+}
+
+/**
+ * Options of {@link routeSageMaker}: the router's options (bytes mode is fixed), the adapter's,
+ * and the tenant of each request (`tenant`, `isolation`, `cacheSaltSecret`; docs/tenants.md).
+ * With `isolation: "tenant"`, JSON bodies get vLLM's `cache_salt` (so `canonicalizeBody` must
+ * stay on: the body is rewritten anyway).
+ */
+export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode">, TenantOptions<SageMakerTenantRequest> {
   /** The targets. Ids non-empty and unique; each with a non-empty `endpointName`. */
   targets: readonly SageMakerTarget[];
   /**
@@ -125,9 +139,13 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected routeSageMaker options to be an object, got ${describe(options)}`);
   }
-  const { canonicalizeBody = true, attempts = DEFAULT_ATTEMPTS, ...routerOptions } = options;
+  const { canonicalizeBody = true, attempts = DEFAULT_ATTEMPTS, tenant: _t, isolation: _i, cacheSaltSecret: _s, ...routerOptions } = options;
   if (typeof canonicalizeBody !== "boolean") {
     throw new TypeError(`Expected \`canonicalizeBody\` to be a boolean, got ${describe(canonicalizeBody)}`);
+  }
+  const identity = TenantIdentity.from<SageMakerTenantRequest>(options);
+  if (identity.isolation === "tenant" && !canonicalizeBody) {
+    throw new TypeError('Expected `canonicalizeBody` to be true with `isolation: "tenant"`: the body is rewritten to carry `cache_salt`');
   }
   checkAttempts(attempts);
   const mode = (routerOptions as { mode?: unknown }).mode;
@@ -137,7 +155,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   validateSageMakerTargets(options.targets);
   const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
   const router = checkedRouter(core, validateSageMakerTargets);
-  const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry());
+  const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry(), identity);
 
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -214,17 +232,21 @@ function routedSend(
   canonicalizeBody: boolean,
   attempts: number,
   registry: LeaseRegistry,
+  identity: TenantIdentity<SageMakerTenantRequest>,
 ): LooseSend {
   const passThrough = client.send.bind(client) as LooseSend;
 
   const invoke = async (command: CommandLike, operation: Operation, sendOptions: unknown): Promise<unknown> => {
     const input = command.input;
-    const { routing, wire } = prepareBody(await readBody(input.Body), input.ContentType, canonicalizeBody);
-    const tenant = input.PrefixAwareId;
+    const prepared = prepareBody(await readBody(input.Body), input.ContentType, canonicalizeBody);
+    const { routing } = prepared;
+    // A carried PrefixAwareId that is no string reaches the router, which rejects it.
+    const tenant = input.PrefixAwareId !== undefined ? (input.PrefixAwareId as string) : identity.of(undefined, () => ({ input, body: routing }));
+    const wire = saltBody(prepared, identity.salt(tenant));
     const model = input.TargetModel;
     const request: RouteRequest = {
       body: routing,
-      ...(tenant === undefined ? {} : { tenant: tenant as string }),
+      ...(tenant === undefined ? {} : { tenant }),
       ...(model === undefined ? {} : { model: model as string }),
     };
     return withAttempts(
@@ -232,7 +254,7 @@ function routedSend(
       request,
       attempts,
       async (lease) => {
-        const attempt = attemptCommand(command, retarget(input, lease.target, wire));
+        const attempt = attemptCommand(command, retarget(input, lease.target, wire, tenant));
         const sender = (lease.target.client ?? client).send.bind(lease.target.client ?? client) as LooseSend;
         const output = await (sender(attempt, sendOptions) as Promise<InvokeEndpointCommandOutput | InvokeEndpointWithResponseStreamCommandOutput>);
         return operation === "InvokeEndpoint"
@@ -258,9 +280,15 @@ function routedSend(
   };
 }
 
-/** A copy of the input aimed at `target`; the caller's input object is not touched. */
-function retarget(input: Record<string, unknown>, target: SageMakerTarget, body: string | Uint8Array | undefined): Record<string, unknown> {
+/** A copy of the input aimed at `target`, carrying the tenant; the caller's input object is not touched. */
+function retarget(
+  input: Record<string, unknown>,
+  target: SageMakerTarget,
+  body: string | Uint8Array | undefined,
+  tenant: string | undefined,
+): Record<string, unknown> {
   const next: Record<string, unknown> = { ...input, EndpointName: target.endpointName, Body: body };
+  if (tenant !== undefined) next.PrefixAwareId = tenant;
   if (target.targetVariant === undefined) delete next.TargetVariant;
   else next.TargetVariant = target.targetVariant;
   if (target.inferenceComponentName === undefined) delete next.InferenceComponentName;

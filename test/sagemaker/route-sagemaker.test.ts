@@ -312,6 +312,46 @@ describe("tenants", () => {
     expect(isRouterError(error) && error.code).toBe("ERR_INVALID_TENANT");
     expect(sent).toHaveLength(0);
   });
+
+  it("feeds PrefixAwareId and, with isolation, cache_salt in the canonical body from one tenant function", async () => {
+    const decisions: (string | undefined)[] = [];
+    const sm = await routed({
+      tenant: ({ body }) => (body as { user?: string }).user,
+      isolation: "tenant",
+      onDecision: (d) => decisions.push(d.tenant),
+    });
+    const body = { ...chatBody("tenant function", "q"), user: "acme" };
+    const out = await sm.send(invoke(json(body, 2)));
+    await sm.send(invoke(json(body), { PrefixAwareId: "globex" }));
+    await sm.send(invoke(json(chatBody("tenant function", "q"))));
+    expect(decisions).toEqual(["acme", "globex", undefined]);
+    expect(sent.map((s) => s.headers["x-amzn-sagemaker-prefix-aware-id"])).toEqual(["acme", "globex", undefined]);
+    expect(sent[0]!.body).toBe(canonicalize({ ...body, cache_salt: "acme" }));
+    expect(JSON.parse(sent[1]!.body)).toMatchObject({ cache_salt: "globex" });
+    expect(JSON.parse(sent[2]!.body)).not.toHaveProperty("cache_salt");
+    expect(servedBy(out.CustomAttributes).instance).toBe(sm.router.rank({ body, tenant: "acme" }).targets[0]?.id);
+  });
+
+  it('with isolation: "tenant" two tenants sending the same body share no cached tokens on the engine; without it they share', async () => {
+    const body = json(chatBody("one engine, two tenants", "same question"));
+    const cached = async (sm: Awaited<ReturnType<typeof routeSageMaker>>, tenant: string) =>
+      servedBy((await sm.send(invoke(body, { PrefixAwareId: tenant }))).CustomAttributes).cached;
+    const only = [{ id: "only", endpointName: "llm" }];
+    const isolated = await routeSageMaker(clientFor(fleet.urls[3] as string), { targets: only, isolation: "tenant" });
+    expect([await cached(isolated, "iso-a"), await cached(isolated, "iso-b")]).toEqual([0, 0]);
+    expect(await cached(isolated, "iso-b")).toBeGreaterThan(500);
+    const shared = await routeSageMaker(clientFor(fleet.urls[3] as string), { targets: only });
+    // Only the chat template's first block can be cached from other tests' requests.
+    expect(await cached(shared, "share-a")).toBeLessThan(100);
+    expect(await cached(shared, "share-b")).toBeGreaterThan(500);
+  });
+
+  it("refuses isolation without canonicalizeBody: the body must be rewritten to carry cache_salt", async () => {
+    const base = clientFor(fleet.urls[0] as string);
+    await expect(routeSageMaker(base, { targets: [{ id: "a", endpointName: "e" }], isolation: "tenant", canonicalizeBody: false })).rejects.toThrow(
+      'Expected `canonicalizeBody` to be true with `isolation: "tenant"`',
+    );
+  });
 });
 
 describe("targets: endpoints, variants, inference components", () => {
