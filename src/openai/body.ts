@@ -128,21 +128,15 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     return withTargetHeader(response, null, lease.target.id);
   }
 
+  const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       wrapper = new WeakRef(controller);
+      pump.wrapper = wrapper;
     },
-    async pull(controller) {
-      let chunk: Awaited<ReturnType<typeof leased.read>>;
-      try {
-        chunk = await leased.read();
-      } catch (error) {
-        controller.error(error);
-        return;
-      }
-      if (aborted) return; // the body already errored with the abort
-      if (chunk.done) controller.close();
-      else controller.enqueue(chunk.value);
+    // Returns at once: a pending read must not hold the wrapper (see readAhead).
+    pull() {
+      readAhead(pump);
     },
     cancel(reason) {
       return leased.cancel(reason);
@@ -150,6 +144,42 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   });
   leased.attach(body, signal);
   return withTargetHeader(response, body, lease.target.id);
+}
+
+/** What a read ahead needs: the leased body, and the wrapper's controller held weakly. */
+interface Pump {
+  leased: LeasedBody<Uint8Array>;
+  wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
+  reading: boolean;
+  aborted(): boolean;
+}
+
+/**
+ * Reads the next chunk into the wrapper. The pending read is referenced by the source until data
+ * arrives; it holds the wrapper's controller only through a WeakRef, so a wrapper dropped unread
+ * stays collectable while the server is silent (an `async pull(controller)` would keep it alive
+ * through the pull promise on Node 22 and later, and its lease would never be released).
+ */
+function readAhead(pump: Pump): void {
+  if (pump.reading) return;
+  pump.reading = true;
+  pump.leased.read().then(
+    (chunk) => {
+      pump.reading = false;
+      const controller = pump.wrapper?.deref();
+      if (controller === undefined || pump.aborted()) return; // dropped, or already errored with the abort
+      try {
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
+      } catch {
+        // The consumer cancelled meanwhile: the lease has ended with the cancel.
+      }
+    },
+    (error: unknown) => {
+      pump.reading = false;
+      pump.wrapper?.deref()?.error(error);
+    },
+  );
 }
 
 /** The source of a response without a body: ended before anyone reads. */
