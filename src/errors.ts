@@ -20,7 +20,12 @@ export type RouterErrorCode =
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"
   /** No target serves the requested model, or every target that does is draining (weight 0). */
-  | "ERR_NO_ELIGIBLE_TARGET";
+  | "ERR_NO_ELIGIBLE_TARGET"
+  /**
+   * The target a request must go to (`route(request, { target })`: the replica that holds the
+   * response a Responses API request continues) left the target set or no longer serves the model.
+   */
+  | "ERR_TARGET_GONE";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;
