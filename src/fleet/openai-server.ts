@@ -7,6 +7,7 @@
  *   `stream_options.include_usage`) a chunk with `choices: []` and `usage`, then
  *   `data: [DONE]`. `usage.prompt_tokens_details.cached_tokens` is the prefix-cache hit.
  * - `GET /v1/models`, `GET /health` (200, empty body; 503 when `notReady`), `GET /metrics`.
+ * - The Responses API (`/v1/responses`) lives in responses-server.ts.
  * - Errors use vLLM's body `{"error": {"message", "type", "param", "code"}}`.
  *
  * Output length: `max_completion_tokens`, else `max_tokens`, else the fleet's
@@ -40,7 +41,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /** Sends a vLLM-style error. */
-function sendError(rt: InstanceRuntime, res: ServerResponse, status: number, message: string): void {
+export function sendError(rt: InstanceRuntime, res: ServerResponse, status: number, message: string): void {
   sendJson(
     res,
     status,
