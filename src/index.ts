@@ -52,6 +52,8 @@ export { createRoutedFetch } from "./openai/routed-fetch.js";
 export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/types.js";
 export { TARGET_HEADER } from "./openai/body.js";
 export { routeOpenAI } from "./openai/client.js";
+export { DEFAULT_RESPONSE_AFFINITY } from "./openai/responses.js";
+export type { ResponseAffinityOptions } from "./openai/responses.js";
 export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
 export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";
 export type {

@@ -4,7 +4,8 @@
  *
  * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is below 400 — an error
  *   body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte arrived,
- *   not when the consumer got round to reading it;
+ *   not when the consumer got round to reading it. A Responses API stream's first byte is its
+ *   first output event instead (its first events come before prefill; see responses.ts);
  * - end of body: the lease ends `success` (2xx/3xx), `client-error` (4xx) or `server-error`
  *   (5xx, or an SSE `error` event), with the token usage the body reported;
  * - `cancel()` (a consumer that stops reading, `for await` left early, openai's `break`): `cancelled`;
@@ -17,6 +18,7 @@
  */
 import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
 import { scannerFor } from "../adapter/usage.js";
+import { responseBodyScanner } from "./responses.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
@@ -31,6 +33,8 @@ export interface TrackContext<T extends OpenAITarget> {
   startMs: number;
   registry: LeaseRegistry;
   report: ((info: RoutedRequestInfo<T>) => void) | undefined;
+  /** Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's id. */
+  responses?: { onId: ((id: string) => void) | undefined } | undefined;
 }
 
 /** @internal Outcome of a response that was read to the end. */
@@ -82,9 +86,20 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   const status = response.status;
   const contentType = response.headers.get("content-type");
   const streaming = contentType !== null && contentType.toLowerCase().includes("text/event-stream");
-  const usage = scannerFor(contentType);
   const reader = response.body?.getReader();
   let ttftMs: number | null = null;
+  const markFirst = (): void => {
+    if (ttftMs !== null) return;
+    ttftMs = clock.now() - startMs;
+    // An error body is no answer: the router's TTFT and prefix index only count answers.
+    if (status < 400) lease.firstByte();
+  };
+  const json = contentType !== null && contentType.toLowerCase().includes("json");
+  const created =
+    ctx.responses !== undefined && status < 400 && (streaming || json)
+      ? responseBodyScanner(streaming, { id: ctx.responses.onId, firstOutput: markFirst })
+      : undefined;
+  const usage = created?.scanner ?? scannerFor(contentType);
   // A WeakRef: a long-lived signal (through the abort hook) must not keep a dropped body from
   // being collected, and its lease released.
   let wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
@@ -95,11 +110,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     reader === undefined ? EMPTY : readerSource(reader),
     {
       chunk(value) {
-        if (ttftMs === null && value.byteLength > 0) {
-          ttftMs = clock.now() - startMs;
-          // An error body is no answer: the router's TTFT and prefix index only count answers.
-          if (status < 400) lease.firstByte();
-        }
+        if (value.byteLength > 0 && created?.waitsForOutput !== true) markFirst();
         usage?.push(value);
       },
       end() {

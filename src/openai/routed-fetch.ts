@@ -8,6 +8,9 @@
  * underlying `fetch`, and return the response with its body wrapped so the lease ends when the
  * body has been read, cancelled or has failed (see body.ts).
  *
+ * Responses API: a request that refers to a stored response goes to the target that served it
+ * (response affinity, responses.ts).
+ *
  * Retries: a connection failure before any response (refused, reset, DNS, …) is retried on the
  * key's next target, up to `attempts` in total, through the shared `withAttempts`. Once response
  * headers have arrived nothing is retried, so no request runs twice.
@@ -23,6 +26,7 @@ import { createRouter } from "../router.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError } from "./failures.js";
+import { type ResponseAffinity, type ResponsesCall, responseAffinityOf, responsesCall } from "./responses.js";
 import type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
 // Kept for modules that import these types from here (src/demo/demo.ts); their home is ./types.ts.
@@ -69,9 +73,10 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     options.onRequestEnd === undefined
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
-  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, ...routerOptions } = options;
+  const affinity = responseAffinityOf(options.responseAffinity);
+  const { fetch: _fetch, baseURL: _baseURL, attempts: _attempts, onRequestEnd: _onRequestEnd, responseAffinity: _affinity, ...routerOptions } = options;
   const router = await createRouter<T>(routerOptions);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, affinity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -124,6 +129,7 @@ const ROUTING_ERROR_STATUS: Partial<Record<string, number>> = {
   ERR_INVALID_TENANT: 400,
   ERR_INVALID_BODY: 400,
   ERR_INVALID_JSON: 400,
+  ERR_TARGET_GONE: 404,
 };
 
 /** The outgoing request, read once. */
@@ -147,6 +153,7 @@ class RoutedSender<T extends OpenAITarget> {
     private readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined,
     private readonly clock: Clock,
     private readonly errorsAsResponses: boolean,
+    private readonly affinity: ResponseAffinity | undefined,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
@@ -154,13 +161,17 @@ class RoutedSender<T extends OpenAITarget> {
     if (out.signal?.aborted === true) throw abortReason(out.signal);
     const relative = this.relative(out.url);
     if (relative === undefined) return this.underlying.call(undefined, out.url.href, out.init);
+    const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
+    // Only the replica that served a stored response can continue it: one attempt, there.
+    const pinned = call?.refersTo === undefined ? undefined : this.affinity?.targetOf(call.refersTo);
     try {
       return await withAttempts(
         this.router,
         out.route,
-        out.replayable ? this.attempts : 1,
-        (lease) => this.send(lease, out, relative),
+        out.replayable && pinned === undefined ? this.attempts : 1,
+        (lease) => this.send(lease, out, relative, call),
         (error) => judgeFetchError(error, out.signal),
+        pinned,
       );
     } catch (error) {
       if (this.errorsAsResponses && isRouterError(error)) {
@@ -171,7 +182,7 @@ class RoutedSender<T extends OpenAITarget> {
     }
   }
 
-  private async send(lease: Lease<T>, out: Outgoing, relative: Relative): Promise<Response> {
+  private async send(lease: Lease<T>, out: Outgoing, relative: Relative, call: ResponsesCall | undefined): Promise<Response> {
     const target = lease.target;
     const url = this.targetURL(target, relative);
     const headers = new Headers(out.init.headers);
@@ -195,7 +206,14 @@ class RoutedSender<T extends OpenAITarget> {
       startMs,
       registry: this.registry,
       report: this.report,
+      responses: call?.creates === true ? { onId: this.rememberer(lease.target.id) } : undefined,
     });
+  }
+
+  /** Remembers which target served a created response, when response affinity is on. */
+  private rememberer(targetId: string): ((id: string) => void) | undefined {
+    const affinity = this.affinity;
+    return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
   }
 
   /** Reads URL, init and routing facts from `fetch`'s arguments. */
