@@ -7,6 +7,7 @@
  * vega and vega-lite are optional peer dependencies, loaded with `import()` only here; the
  * simulation never needs them.
  */
+import { isMissingPackage } from "../internal/optional-peer.js";
 import { BenchError } from "./errors.js";
 import { compareToRandom, scenarioKey } from "./compare.js";
 import { PUBLISHED_GAINS_TITLE, checkPublishedGains } from "./goals.js";
@@ -138,8 +139,7 @@ export async function importOptional<M>(name: string, load: () => Promise<M>): P
   try {
     return await load();
   } catch (e) {
-    const code = (e as { code?: unknown }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
+    if (isMissingPackage(e, name)) {
       throw new BenchError("ERR_MISSING_PACKAGE", `This output needs the optional package \`${name}\`: npm install ${name}`, { cause: e });
     }
     throw e;
