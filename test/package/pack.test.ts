@@ -45,7 +45,8 @@ function exportTargets(value: unknown): string[] {
 /** Relative and bare specifiers a built file imports, re-exports or requires. */
 function specifiers(text: string): string[] {
   const found: string[] = [];
-  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)["']([^"']+)["']/g)) found.push(m[1]!);
+  const name = `["']([@\\w.][\\w@./:-]*)["']`;
+  for (const m of text.matchAll(new RegExp(`(?:\\bfrom\\s*|\\bimport\\s*\\(?\\s*|\\brequire\\s*\\(\\s*)${name}`, "g"))) found.push(m[1]!);
   return found;
 }
 
