@@ -24,17 +24,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { LRUCache } from "lru-cache";
 import { isFleetError } from "./errors.js";
-import {
-  internalError,
-  parseJson,
-  readBody,
-  runGeneration,
-  sendJson,
-  servedHeaders,
-  type GenerationSpec,
-  type InstanceRuntime,
-} from "./http-common.js";
-import { outputTokensOf, sendError } from "./openai-server.js";
+import { runGeneration, sendJson, servedHeaders, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
+import { admitRequest, outputTokensOf, sendError } from "./openai-server.js";
 import { renderPrompt } from "./template.js";
 import { countTokens, fillerText, fillerToken } from "./tokenizer.js";
 
@@ -80,14 +71,7 @@ export function handleResponses(rt: ResponsesRuntime, req: IncomingMessage, res:
   const method = req.method ?? "GET";
   if (path === PREFIX) {
     if (method !== "POST") sendError(rt, res, 405, `Method ${method} not allowed`);
-    else {
-      readBody(req)
-        .then(
-          (buf) => create(rt, res, buf),
-          (err: unknown) => sendError(rt, res, 400, String(err)),
-        )
-        .catch((err: unknown) => internalError(res, err));
-    }
+    else admitRequest(rt, req, res, (body, model) => create(rt, res, body, model));
     return true;
   }
   if (!path.startsWith(`${PREFIX}/`)) return false;
@@ -106,20 +90,7 @@ function notFound(rt: InstanceRuntime, res: ServerResponse, id: string): void {
   sendError(rt, res, 404, `Response with id '${id}' not found.`);
 }
 
-function create(rt: ResponsesRuntime, res: ServerResponse, buf: Buffer): void {
-  const faults = rt.currentFaults();
-  if (faults.notReady) return sendError(rt, res, 503, "The model is loading.");
-  const body = parseJson(buf) as Record<string, unknown> | undefined;
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return sendError(rt, res, 400, "The request body must be a JSON object");
-  }
-  if (faults.errorRate > 0 && rt.random() < faults.errorRate) {
-    return sendError(rt, res, faults.errorStatus, `Injected fault: HTTP ${faults.errorStatus}`);
-  }
-  const model = body.model === undefined ? rt.models[0]! : body.model;
-  if (typeof model !== "string" || !rt.models.includes(model)) {
-    return sendError(rt, res, 404, `The model \`${String(model)}\` does not exist.`);
-  }
+function create(rt: ResponsesRuntime, res: ServerResponse, body: Record<string, unknown>, model: string): void {
   let previous: Stored | undefined;
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
     if (typeof body.previous_response_id !== "string") return sendError(rt, res, 400, "`previous_response_id` must be a string");

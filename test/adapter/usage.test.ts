@@ -4,22 +4,11 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { splitAt as split } from "../support.js";
 import { JSON_TAIL_BYTES, MAX_LINE, SseUsageScanner, StreamUsageScanner, findUsage, scannerFor, usageOf, usageOfBody } from "../../src/adapter/usage.js";
 
 const enc = new TextEncoder();
 
-/** Splits `bytes` at the given cut points (sorted, deduplicated, in range). */
-function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let last = 0;
-  for (const p of points) {
-    out.push(bytes.subarray(last, p));
-    last = p;
-  }
-  out.push(bytes.subarray(last));
-  return out;
-}
 
 const chunk = (content: string) =>
   `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }], usage: null })}\n\n`;

@@ -7,7 +7,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_RESPONSE_AFFINITY, createRoutedFetch, type FetchLike, type RoutedRequestInfo } from "prefix-router";
 import { TopLevelId, responsesCall } from "../../src/openai/responses.js";
-import { FakeClock } from "../support.js";
+import { FakeClock, splitAt } from "../support.js";
 
 const enc = new TextEncoder();
 const targets = [
@@ -33,22 +33,9 @@ describe("responsesCall", () => {
   });
 });
 
-/** Splits `bytes` at sorted cut points. */
-function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let last = 0;
-  for (const p of points) {
-    out.push(bytes.subarray(last, p));
-    last = p;
-  }
-  out.push(bytes.subarray(last));
-  return out;
-}
-
 function idOf(text: string, cuts: number[] = []): string | undefined {
   const scanner = new TopLevelId();
-  for (const part of split(enc.encode(text), cuts)) scanner.push(part);
+  for (const part of splitAt(enc.encode(text), cuts)) scanner.push(part);
   return scanner.id;
 }
 
