@@ -13,13 +13,29 @@ import { fileURLToPath } from "node:url";
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
+const built = (): boolean => existsSync(join(ROOT, "dist/index.d.ts")) && existsSync(join(ROOT, "dist/cli.js"));
+
 /**
- * Builds dist/ when it is missing (a clean clone running `npm test`); CI builds first. A dist/
+ * Builds dist/ when it is missing (a clean clone running `npm test`); CI builds first. Test files
+ * run in parallel: the first takes a lock directory and builds, the others wait for it. A dist/
  * older than the sources is not detected: run `npm run build` after changing them.
  */
-export function ensureBuilt(): void {
-  if (existsSync(join(ROOT, "dist/index.d.ts")) && existsSync(join(ROOT, "dist/cli.js"))) return;
-  execFileSync("npm", ["run", "build"], { cwd: ROOT, stdio: "pipe" });
+export async function ensureBuilt(): Promise<void> {
+  if (built()) return;
+  const lock = join(ROOT, ".tmp/build.lock");
+  mkdirSync(dirname(lock), { recursive: true });
+  try {
+    mkdirSync(lock);
+  } catch {
+    while (existsSync(lock)) await new Promise((r) => setTimeout(r, 200));
+    if (built()) return;
+    throw new Error("Another test file's build of dist/ failed: run `npm run build`");
+  }
+  try {
+    execFileSync("npm", ["run", "build"], { cwd: ROOT, stdio: "pipe" });
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
 }
 
 /** Creates the application directory; `files` are copied into it, `deps` linked from this repository's node_modules. */

@@ -29,8 +29,8 @@ const MAX_PACKED_BYTES = 250_000;
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
 let packed: Packed;
 
-beforeAll(() => {
-  ensureBuilt();
+beforeAll(async () => {
+  await ensureBuilt();
   const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: ROOT, encoding: "utf8" });
   packed = (JSON.parse(out) as Packed[])[0]!;
 }, 300_000);
