@@ -21,7 +21,7 @@ import {
   SageMakerRuntimeClient,
   type SageMakerRuntimeClientConfig,
 } from "@aws-sdk/client-sagemaker-runtime";
-import { type SageMakerTarget, routeSageMaker } from "prefix-router";
+import { type SageMakerTarget, routeSageMaker } from "prefix-router/sagemaker";
 import { startFleet } from "prefix-router/fleet";
 
 const endpoints = process.env.SAGEMAKER_ENDPOINTS?.split(",").filter((e) => e.length > 0);

@@ -23,7 +23,7 @@ export interface CheckedRouteOptions {
 export function checkRouteOptions(options: unknown): CheckedRouteOptions {
   if (options === undefined) return { exclude: undefined, attempt: 1 };
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new TypeError(`Expected route options to be an object like { exclude?, attempt? }, got ${describe(options)}`);
+    throw new TypeError(`Expected route options to be an object like { exclude?, attempt?, target? }, got ${describe(options)}`);
   }
   const o = options as RouteOptions;
   const attempt = o.attempt === undefined ? 1 : checkInteger("attempt", o.attempt, 1, MAX_ATTEMPT);

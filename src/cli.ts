@@ -4,9 +4,13 @@
  * registered in {@link COMMANDS}; `prefix-router <command> --help` prints its options.
  */
 
+import { createRequire } from "node:module";
 import { runDemoCommand } from "./demo/cli.js";
 import { runBenchCommand } from "./bench/cli.js";
 import { runAdviseCommand } from "./advise/cli.js";
+import { isBenchError } from "./bench/errors.js";
+import { isRouterError } from "./errors.js";
+import { isFleetError } from "./fleet/errors.js";
 import { runFleetCommand, type CliIo } from "./fleet/cli.js";
 
 /** A subcommand: a one-line summary and a runner returning the exit code. */
@@ -32,8 +36,25 @@ function usage(): string {
     "Commands:",
     ...names.map((n) => `  ${n.padEnd(width)}  ${COMMANDS[n]!.summary}`),
     "",
-    "Run `prefix-router <command> --help` for a command's options.",
+    "Run `prefix-router <command> --help` for a command's options, `prefix-router --version` for the version.",
   ].join("\n");
+}
+
+/** The installed package's version: package.json is one directory up from src/cli.ts and from dist/cli.js. */
+function version(): string {
+  return (createRequire(import.meta.url)("../package.json") as { version: string }).version;
+}
+
+/**
+ * One line for a failure the user can act on (a typed error, a bad option): its message. Anything
+ * else is a bug: its stack.
+ */
+function describeFailure(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  const expected =
+    isRouterError(err) || isBenchError(err) || isFleetError(err) || err instanceof RangeError || (typeof code === "string" && code.startsWith("ERR_PARSE_ARGS"));
+  return expected ? err.message : (err.stack ?? err.message);
 }
 
 const processIo: CliIo = {
@@ -48,6 +69,10 @@ const processIo: CliIo = {
 
 async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "--version" || name === "-v") {
+    processIo.out(version());
+    return 0;
+  }
   if (name === undefined || name === "--help" || name === "-h" || name === "help") {
     processIo.out(usage());
     return name === undefined ? 2 : 0;
@@ -66,7 +91,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`prefix-router: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.stderr.write(`prefix-router: ${describeFailure(err)}\n`);
     process.exitCode = 1;
   },
 );

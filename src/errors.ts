@@ -31,7 +31,14 @@ export type RouterErrorCode =
    * socket, a partial answer): not retried anywhere, because the model may have run it. `cause`
    * is the underlying error.
    */
-  | "ERR_CONNECTION_LOST";
+  | "ERR_CONNECTION_LOST"
+  /**
+   * The target a request must go to (`route(request, { target })`: the replica that holds the
+   * response a Responses API request continues) left the target set or no longer serves the model.
+   */
+  | "ERR_TARGET_GONE"
+  /** A feature needs an optional peer dependency that is not installed (the message names it and its install command). */
+  | "ERR_MISSING_PEER";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -48,21 +48,35 @@ export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
 export { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
 export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
 export type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
-export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "./adapter/handle.js";
-export { createRoutedFetch } from "./openai/routed-fetch.js";
-export type { FetchLike, OpenAITarget, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./openai/types.js";
-export { TARGET_HEADER } from "./openai/body.js";
-export { DEFAULT_REDIRECT, MAX_REDIRECTS } from "./openai/redirects.js";
-export type { RedirectPolicy } from "./openai/types.js";
-export { routeOpenAI } from "./openai/client.js";
-export type { OpenAITenantRequest } from "./openai/tenant.js";
+// The OpenAI adapter needs no optional peer's types; its home is `prefix-router/openai`.
+export {
+  DEFAULT_ATTEMPTS,
+  DEFAULT_REDIRECT,
+  DEFAULT_RESPONSE_AFFINITY,
+  MAX_ATTEMPTS,
+  MAX_REDIRECTS,
+  TARGET_HEADER,
+  createRoutedFetch,
+  getRouter,
+  routeOpenAI,
+} from "./openai/index.js";
+export type {
+  FetchLike,
+  OpenAITarget,
+  OpenAITenantRequest,
+  RedirectPolicy,
+  ResponseAffinityOptions,
+  RoutableClient,
+  RouteOpenAIOptions,
+  RoutedFetch,
+  RoutedFetchOptions,
+  RoutedRequestInfo,
+} from "./openai/index.js";
+// The SageMaker adapter's types need the AWS SDK: they live in `prefix-router/sagemaker`. These
+// exports are typed without it (deprecated; see src/sagemaker/deprecated.ts).
+export { PREFIX_AWARE_ID_HEADER } from "./sagemaker/target.js";
+export { routeSageMaker } from "./sagemaker/deprecated.js";
+export type { RouteSageMakerOptions, RoutedSageMakerClient, SageMakerTarget } from "./sagemaker/deprecated.js";
+export type { SageMakerTenantRequest } from "./sagemaker/target.js";
 export { DEFAULT_ISOLATION } from "./adapter/tenant.js";
 export type { TenantIsolation, TenantOptions } from "./adapter/tenant.js";
-export type { RoutableClient, RouteOpenAIOptions } from "./openai/client.js";
-export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./sagemaker/route-sagemaker.js";
-export type {
-  RouteSageMakerOptions,
-  RoutedSageMakerClient,
-  SageMakerTarget,
-  SageMakerTenantRequest,
-} from "./sagemaker/route-sagemaker.js";

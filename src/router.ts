@@ -9,6 +9,7 @@
  */
 import { checkRouteOptions } from "./call-checks.js";
 import { parseJson } from "./canonical-json.js";
+import { RouterError } from "./errors.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "./options.js";
@@ -154,6 +155,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const snap = this.snapshot;
     const prepared = this.read(request);
     const now = this.config.clock.now();
+    if (options?.target !== undefined) return this.routeTo(options.target, prepared, attempt, now);
     const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random);
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
@@ -177,6 +179,39 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
     return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, commitment, prepared.inputKind);
+  }
+
+  /** The pick the caller named: no strategy, no commitment; see {@link RouteOptions.target}. */
+  private routeTo(id: string, prepared: Prepared<T>, attempt: number, now: number): Lease<T> {
+    if (typeof id !== "string") throw new TypeError(`Expected \`target\` to be a target id (a string), got ${describe(id)}`);
+    const snap = this.snapshot;
+    const index = snap.targets.findIndex((t) => t.id === id);
+    const target = snap.targets[index];
+    if (target === undefined || (prepared.model !== undefined && target.models !== undefined && !target.models.includes(prepared.model))) {
+      throw new RouterError(
+        "ERR_TARGET_GONE",
+        target === undefined
+          ? `Target ${JSON.stringify(id)} is no longer in the target set`
+          : `Target ${JSON.stringify(id)} no longer serves model ${JSON.stringify(prepared.model)}`,
+      );
+    }
+    const state = snap.states[index] as TargetState;
+    this.config.onDecision?.({
+      key: undefined,
+      target,
+      rank: 0,
+      kind: "affinity",
+      strategy: this.strategy,
+      tenant: prepared.tenant,
+      model: prepared.model,
+      attempt,
+      atMs: now,
+      input: prepared.inputKind,
+    });
+    state.inflight++;
+    state.routed++;
+    state.affinity++;
+    return new RouterLease(this, target, state, "affinity", 0, undefined, attempt, now, undefined, prepared.inputKind);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {

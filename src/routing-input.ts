@@ -6,8 +6,9 @@
  *   JSON when the body is JSON (an object, or JSON text / UTF-8 JSON bytes), of the raw bytes
  *   otherwise (CSV, images, anything that does not parse as JSON).
  * - `text` (OpenAI-compatible API): the first `prefixLength` Unicode code points of the prompt
- *   text extracted from an OpenAI-style body, in the order a chat template renders it:
- *   `tools`, `instructions`, `messages`, `prompt`, `input`. See {@link promptText}.
+ *   text extracted from an OpenAI-style body: `tools`, `messages`, `prompt` for chat and
+ *   completions (the order a chat template renders them); `instructions`, `input`, `tools` for
+ *   the Responses API. See {@link promptText}.
  *
  * Cost: both modes read the body only until the prefix is full (bytes mode still sorts the keys
  * of every object it enters, and JSON text or bytes must be parsed whole).
@@ -120,7 +121,10 @@ const M = {
  * The prompt text of an OpenAI-style body, in rendering order, with structure markers. Stops
  * once at least `budget` UTF-16 units are collected (the caller keeps a prefix of it).
  *
- * - `tools` (chat, responses): marker + canonical JSON of the array.
+ * - `tools`: marker + canonical JSON of the array. First in chat and completions bodies (chat
+ *   templates render tools before the messages); last in Responses API bodies (no `messages`,
+ *   no `prompt`), which read `instructions`, then `input` items, then `tools`: message text
+ *   first, as SageMaker's OpenAI-compatible routing reads it.
  * - `instructions` (responses): marker + the text.
  * - `messages` (chat) and `input` items with a `role` (responses): per message, a marker, the
  *   role, optionally a name marker and the name, then a content marker and the content. String
@@ -136,6 +140,12 @@ const M = {
 export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): string {
   const obj = asObject(body);
   const out = new Collector(budget);
+  if (obj.messages === undefined && obj.prompt === undefined) {
+    if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
+    if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
+    if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
+    return out.text();
+  }
   if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
   if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
   if (Array.isArray(obj.messages)) {

@@ -13,6 +13,7 @@ export const KIND_COUNTER = {
   fallback: "fallback",
   random: "random",
   "least-outstanding": "leastOutstanding",
+  affinity: "affinity",
 } as const satisfies Record<PickKind, keyof TargetState>;
 
 /** Builds {@link RouterStats} from every state (current targets and removed ones still in use). */
@@ -25,6 +26,7 @@ export function buildStats(states: readonly TargetState[], now: number, strategy
     fallback: 0,
     random: 0,
     leastOutstanding: 0,
+    affinity: 0,
     spilloverRate: 0,
     failures: 0,
     ttftMs: null as LatencySummary | null,
@@ -41,6 +43,7 @@ export function buildStats(states: readonly TargetState[], now: number, strategy
     totals.fallback += s.fallback;
     totals.random += s.random;
     totals.leastOutstanding += s.leastOutstanding;
+    totals.affinity += s.affinity;
     totals.failures += s.failures;
     promptTokens += s.promptTokens;
     cachedTokens += s.cachedTokens;
@@ -65,6 +68,7 @@ function targetStats(s: TargetState, now: number, routed: number): TargetStats {
     fallback: s.fallback,
     random: s.random,
     leastOutstanding: s.leastOutstanding,
+    affinity: s.affinity,
     share: routed === 0 ? 0 : s.routed / routed,
     spilloverRate: s.routed === 0 ? 0 : (s.spillover + s.fallback) / s.routed,
     failures: s.failures,

@@ -30,6 +30,7 @@ export class TargetState {
   fallback = 0;
   random = 0;
   leastOutstanding = 0;
+  affinity = 0;
   failures = 0;
   consecutiveFailures = 0;
   /** Ejections since the last success; drives the exponential backoff. */

@@ -24,8 +24,11 @@ export interface TargetSpec {
 export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
 
 
-/** What a pick was: the key's first choice, a later choice, or a load-based pick. */
-export type PickKind = "preferred" | "spillover" | "fallback" | "random" | "least-outstanding";
+/**
+ * What a pick was: the key's first choice, a later choice, a load-based pick, or the target the
+ * caller named ({@link RouteOptions.target}: response affinity).
+ */
+export type PickKind = "preferred" | "spillover" | "fallback" | "random" | "least-outstanding" | "affinity";
 
 /** An injectable time source, in milliseconds. */
 export interface Clock {
@@ -52,6 +55,15 @@ export interface RouteOptions {
   exclude?: ReadonlySet<string> | readonly string[];
   /** 1-based attempt number, reported in decisions; an integer from 1 to 1,024. @default 1 */
   attempt?: number;
+  /**
+   * The id of the target that must serve the request, because only it holds the state the
+   * request refers to (the Responses API's `previous_response_id`). The strategy is skipped:
+   * the pick is `kind: "affinity"`, whatever the target's load, ejection or weight (a draining
+   * target still finishes what it started). Throws `ERR_TARGET_GONE` when the target is no
+   * longer in the target set or no longer serves the request's model.
+   * @default undefined — the strategy picks
+   */
+  target?: string;
 }
 
 /**
@@ -131,6 +143,8 @@ export interface TargetStats {
   fallback: number;
   random: number;
   leastOutstanding: number;
+  /** Requests routed here by {@link RouteOptions.target} (response affinity). */
+  affinity: number;
   /** routed / all routed, fraction of 1. */
   share: number;
   /** (spillover + fallback) / routed, fraction of 1 (0 when nothing was routed). */
@@ -162,6 +176,7 @@ export interface RouterStats {
     | "fallback"
     | "random"
     | "leastOutstanding"
+    | "affinity"
     | "spilloverRate"
     | "failures"
     | "ttftMs"

@@ -124,6 +124,24 @@ describe("text mode", () => {
     expect(text({ model: "e", input: ["a", "b"] })).toBe("\u0000ia\u0000ib");
   });
 
+  it("reads a Responses API body as instructions, then input items, then tools; chat keeps tools first", () => {
+    const tools = [{ type: "function", name: "lookup", parameters: { type: "object" } }];
+    const input = [
+      { role: "user", content: [{ type: "input_text", text: "hi" }] },
+      { type: "function_call", call_id: "c1", name: "lookup", arguments: "{}" },
+      { type: "function_call_output", call_id: "c1", output: "42" },
+    ];
+    expect(text({ model: "m", tools, instructions: "I", input })).toBe(
+      `\u0000SI\u0000muser\u0000c\u0000thi\u0000o${canonicalize(input[1])}\u0000o${canonicalize(input[2])}\u0000T${canonicalize(tools)}`,
+    );
+    // A long shared instructions text routes alike whatever the tools: they come last.
+    const long = "policy ".repeat(1000);
+    const cut = (b: object) => routingInput(b, { mode: "text", prefixLength: 1024 });
+    expect(cut({ instructions: long, input: "q", tools })).toBe(cut({ instructions: long, input: "q" }));
+    const chatTools = [{ type: "function", function: { name: "lookup" } }];
+    expect(text({ tools: chatTools, messages: [{ role: "user", content: "hi" }] })).toBe(`\u0000T${canonicalize(chatTools)}\u0000muser\u0000c\u0000thi`);
+  });
+
   it("reads JSON text and JSON bytes like the object", () => {
     const body = { messages: [{ role: "user", content: "hi" }] };
     expect(text(JSON.stringify(body))).toBe(text(body));

@@ -19,3 +19,16 @@ export class FakeClock {
     return this.t;
   }
 }
+
+/** Splits `bytes` at the given cut points (taken modulo its length + 1, sorted, deduplicated): how a network may cut a body. */
+export function splitAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
+  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
+  const out: Uint8Array[] = [];
+  let last = 0;
+  for (const p of points) {
+    out.push(bytes.subarray(last, p));
+    last = p;
+  }
+  out.push(bytes.subarray(last));
+  return out;
+}

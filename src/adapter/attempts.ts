@@ -19,7 +19,8 @@ export interface AttemptFailure {
 
 /**
  * Runs `send` on up to `maxAttempts` targets. `send` owns the lease on success (it releases it
- * when the response has been consumed); on a thrown error the lease is released here.
+ * when the response has been consumed); on a thrown error the lease is released here. With
+ * `target`, every attempt goes to that target (`route(…, { target })`: response affinity).
  */
 export async function withAttempts<T extends TargetSpec, R>(
   router: Router<T>,
@@ -27,12 +28,13 @@ export async function withAttempts<T extends TargetSpec, R>(
   maxAttempts: number,
   send: (lease: Lease<T>) => Promise<R>,
   judge: (error: unknown) => AttemptFailure,
+  target?: string,
 ): Promise<R> {
   const tried = new Set<string>();
   // Read once: every attempt routes the same prepared request (no second parse or hash).
   const prepared = router.prepare(request);
   for (let attempt = 1; ; attempt++) {
-    const lease = router.route(prepared, { exclude: tried, attempt });
+    const lease = router.route(prepared, target === undefined ? { exclude: tried, attempt } : { attempt, target });
     try {
       return await send(lease);
     } catch (error) {

@@ -3,14 +3,16 @@
  * for the OpenAI adapter's response bodies and the SageMaker adapter's responses and response
  * streams.
  *
- * - Streams ({@link StreamUsageScanner}): server-sent events (`text/event-stream`), JSON lines,
- *   or one JSON object per part, however the parts are cut. Lines are split incrementally; a
- *   line that is a JSON object, behind `data:` or bare, is parsed only when it contains `"usage"`
- *   followed by an object (OpenAI and vLLM send `usage` in the last chunk when
- *   `stream_options.include_usage` is set; the Responses API sends it in `response.completed`;
- *   TGI-style servers in their last JSON line). A line that is an `{"error": …}` object marks
- *   the stream as a server error. Cost: one UTF-8 decode and one substring search per line;
- *   memory: one partial line, at most {@link MAX_LINE} characters.
+ * - Server-sent events ({@link SseUsageScanner}, framed by `eventsource-parser`, see sse.ts): an
+ *   event is parsed only when its data contains `"usage"` followed by an object (OpenAI and vLLM
+ *   send `usage` in the last chunk when `stream_options.include_usage` is set; the Responses API
+ *   sends it in `response.completed`). An `{"error": …}` event, or an `error` /
+ *   `response.failed` event, marks the stream as a server error.
+ * - JSON lines, or one JSON object per part, however the parts are cut (TGI-style servers put
+ *   usage in their last JSON line): lines are split incrementally and parsed on the same rule.
+ * - {@link StreamUsageScanner} reads either, by the first byte (a SageMaker stream may carry
+ *   either). Cost: one UTF-8 decode and one substring search per event or line; memory: one
+ *   partial event or line, at most {@link MAX_LINE} characters.
  * - Whole JSON bodies ({@link JsonUsageScanner}, {@link usageOfBody}): the last
  *   {@link JSON_TAIL_BYTES} bytes are kept (OpenAI-style bodies put `usage` after the choices /
  *   data / output), and the last `"usage": {…}` object in them is parsed.
@@ -21,11 +23,12 @@
  * `null` instead of pretending nothing was cached.
  */
 import type { ReleaseInfo } from "../types.js";
-import { isJsonSpace } from "./json.js";
+import { firstNonSpace, isJsonSpace } from "./json.js";
+import { type SseEvent, SseReader } from "./sse.js";
 
 /** Bytes of a JSON body kept to find its `usage`. */
 export const JSON_TAIL_BYTES = 64 * 1024;
-/** Longest streamed line scanned; a longer line (say, a huge `response.completed`) is skipped. */
+/** Longest streamed line or event scanned; a longer one (say, a huge `response.completed`) is skipped. */
 export const MAX_LINE = 8 * 1024 * 1024;
 
 /** Reads usage out of a body chunk by chunk. */
@@ -43,7 +46,7 @@ export interface UsageScanner {
 export function scannerFor(contentType: string | null): UsageScanner | undefined {
   if (contentType === null) return undefined;
   const type = contentType.toLowerCase();
-  if (type.includes("text/event-stream")) return new StreamUsageScanner();
+  if (type.includes("text/event-stream")) return new SseUsageScanner();
   if (type.includes("json")) return new JsonUsageScanner();
   return undefined;
 }
@@ -71,8 +74,59 @@ function readUsage(usage: unknown): ReleaseInfo | undefined {
 /** `"usage"` followed by an object (not `null`): the only lines worth parsing. */
 const USAGE_OBJECT = /"usage"\s*:\s*\{/;
 
-/** Finds the last usage report in a streamed body; see the file's header for the framings it reads. */
-export class StreamUsageScanner implements UsageScanner {
+/** True for the data of an event or line that may hold usage: parse only those. */
+function mayHoldUsage(text: string): boolean {
+  return text.startsWith("{") && USAGE_OBJECT.test(text);
+}
+
+/** The usage in JSON text, or `undefined` when it holds none or is not JSON. */
+function parseUsage(text: string): ReleaseInfo | undefined {
+  try {
+    return usageOf(JSON.parse(text));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Finds the last usage report in a stream of server-sent events. `onEvent`, when given, sees
+ * every event first (the OpenAI adapter reads the Responses API's events through it).
+ */
+export class SseUsageScanner implements UsageScanner {
+  private readonly reader: SseReader;
+  private found: ReleaseInfo | undefined;
+  private sawDone = false;
+  sawError = false;
+
+  get completed(): boolean {
+    return this.sawDone || this.found !== undefined;
+  }
+
+  constructor(onEvent?: (event: SseEvent) => void) {
+    this.reader = new SseReader((event) => {
+      onEvent?.(event);
+      this.event(event);
+    }, MAX_LINE);
+  }
+
+  push(chunk: Uint8Array): void {
+    this.reader.push(chunk);
+  }
+
+  result(): ReleaseInfo | undefined {
+    this.reader.end();
+    return this.found;
+  }
+
+  private event({ event, data }: SseEvent): void {
+    if (data === "[DONE]") this.sawDone = true;
+    else if (event === "error" || event === "response.failed" || data.startsWith('{"error"')) this.sawError = true;
+    else if (mayHoldUsage(data)) this.found = parseUsage(data) ?? this.found;
+  }
+}
+
+/** Finds the last usage report in JSON lines, or in parts that are each one JSON object. */
+class JsonLinesUsageScanner implements UsageScanner {
   private readonly decoder = new TextDecoder();
   private line = "";
   /** The current line outgrew {@link MAX_LINE}: it is dropped up to its newline. */
@@ -119,16 +173,14 @@ export class StreamUsageScanner implements UsageScanner {
   }
 
   private endLine(): void {
-    const line = this.line;
+    const line = this.line.trim();
     const overflow = this.overflow;
     this.line = "";
     this.overflow = false;
     if (overflow) return;
-    let s = line.trim();
-    if (s.startsWith("data:")) s = s.slice(5).trimStart();
-    if (s === "[DONE]") this.sawDone = true;
-    else if (s.startsWith('{"error"')) this.sawError = true;
-    else if (s.startsWith("{") && USAGE_OBJECT.test(s)) this.parse(s);
+    if (line === "[DONE]") this.sawDone = true;
+    else if (line.startsWith('{"error"')) this.sawError = true;
+    else if (mayHoldUsage(line)) this.parse(line);
   }
 
   /** Parses `text` as JSON and keeps the usage it reports; false when it is not JSON. */
@@ -140,6 +192,36 @@ export class StreamUsageScanner implements UsageScanner {
     } catch {
       return false;
     }
+  }
+}
+
+/**
+ * Finds the last usage report in a stream whose framing is known only from its first byte: JSON
+ * lines or one object per part when it opens with `{` or `[`, server-sent events otherwise
+ * (SageMaker streams carry whatever the container writes).
+ */
+export class StreamUsageScanner implements UsageScanner {
+  private inner: UsageScanner | undefined;
+
+  get sawError(): boolean {
+    return this.inner?.sawError ?? false;
+  }
+
+  get completed(): boolean {
+    return this.inner?.completed ?? false;
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.inner === undefined) {
+      const first = firstNonSpace(chunk);
+      if (first === -1) return; // nothing to go by yet; whitespace carries no usage
+      this.inner = first === 0x7b /* { */ || first === 0x5b /* [ */ ? new JsonLinesUsageScanner() : new SseUsageScanner();
+    }
+    this.inner.push(chunk);
+  }
+
+  result(): ReleaseInfo | undefined {
+    return this.inner?.result();
   }
 }
 

@@ -35,7 +35,9 @@ export type {
 export { compareAcrossSeeds, compareToRandom, estimate, scenarioKey, summarizeSeeds } from "./compare.js";
 export type { Comparison, Estimate, PairedComparison, SeedSummary, Verdict } from "./compare.js";
 export { formatComparison, formatDuration, formatPaired, formatReport, formatScaleEvents, formatSeedSummary, formatTable } from "./table.js";
-export { hitRateSpec, loadSvgRenderer, renderHtmlReport, seriesLabel, shareSpec, ttftCdfSpec } from "./report.js";
+export { chartSpecs, hitRateSpec, loadSvgRenderer, renderHtmlReport, seriesLabel, shareSpec, ttftCdfSpec } from "./report.js";
+export { MAX_SERIES_PER_CHART, chartScales, logDomain, smallMultiples } from "./chart-layout.js";
+export type { ChartScales } from "./chart-layout.js";
 export type { ChartSpec, SvgRenderer } from "./report.js";
 export { BENCH_USAGE, runBenchCommand } from "./cli.js";
 export type { BenchCliIo } from "./cli.js";

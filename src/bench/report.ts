@@ -2,12 +2,15 @@
  * The HTML report: for each scenario, a TTFT CDF per strategy, the per-instance request share,
  * and the token hit rate over time (with the ideal and the scale events marked), drawn by
  * vega-lite and rendered to inline SVG headlessly (no browser, no canvas), plus the result,
- * comparison and goal tables.
+ * comparison and goal tables. Axes are fitted to the data; a chart draws at most four series,
+ * more make small multiples sharing axes and colours (chart-layout.ts).
  *
  * vega and vega-lite are optional peer dependencies, loaded with `import()` only here; the
  * simulation never needs them.
  */
+import { isMissingPackage } from "../internal/optional-peer.js";
 import { BenchError } from "./errors.js";
+import { type ChartScales, MIN_TTFT_MS, chartScales, smallMultiples } from "./chart-layout.js";
 import { compareToRandom, scenarioKey } from "./compare.js";
 import { PUBLISHED_GAINS_TITLE, checkPublishedGains } from "./goals.js";
 import type { BenchRow } from "./simulate.js";
@@ -24,33 +27,41 @@ export function seriesLabel(r: BenchRow): string {
   return label;
 }
 
-/** vega-lite spec: TTFT CDF, one line per row, log-scaled time axis. */
-export function ttftCdfSpec(rows: readonly BenchRow[]): ChartSpec {
-  const values = rows.flatMap((r) => r.ttftCdf.map(([p, ms]) => ({ series: seriesLabel(r), ttftMs: Math.max(ms, 0.001), percentile: p })));
+/** The colour encoding of a series, with the scenario's colour domain when given. */
+function colorOf(scales: ChartScales | undefined): ChartSpec {
+  return { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 }, ...(scales ? { scale: { domain: scales.series } } : {}) };
+}
+
+/**
+ * vega-lite spec: TTFT CDF, one line per row, log-scaled time axis fitted to the data (to
+ * `scales.ttftMs` when charts must share it).
+ */
+export function ttftCdfSpec(rows: readonly BenchRow[], scales: ChartScales = chartScales(rows, seriesLabel), title = "TTFT CDF"): ChartSpec {
+  const values = rows.flatMap((r) => r.ttftCdf.map(([p, ms]) => ({ series: seriesLabel(r), ttftMs: Math.max(ms, MIN_TTFT_MS), percentile: p })));
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: "TTFT CDF",
+    title,
     width: 520,
     height: 280,
     data: { values },
     mark: { type: "line", interpolate: "step-after" },
     encoding: {
-      x: { field: "ttftMs", type: "quantitative", scale: { type: "log" }, title: "TTFT (ms, log scale)" },
+      x: { field: "ttftMs", type: "quantitative", scale: { type: "log", domain: scales.ttftMs, nice: false }, title: "TTFT (ms, log scale)" },
       y: { field: "percentile", type: "quantitative", title: "percentile", scale: { domain: [0, 100] } },
-      color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
+      color: colorOf(scales),
     },
   };
 }
 
 /** vega-lite spec: share of requests per instance, grouped by row. */
-export function shareSpec(rows: readonly BenchRow[]): ChartSpec {
+export function shareSpec(rows: readonly BenchRow[], scales: ChartScales = chartScales(rows, seriesLabel), title = "Share of requests per instance"): ChartSpec {
   const values = rows.flatMap((r) =>
     Object.entries(r.instanceShares).map(([instance, share]) => ({ series: seriesLabel(r), instance, share: 100 * share })),
   );
   const instances = [...new Set(values.map((v) => v.instance))].sort((a, b) => Number(a.slice(1)) - Number(b.slice(1)));
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: "Share of requests per instance",
+    title,
     width: 520,
     height: 240,
     data: { values },
@@ -58,14 +69,18 @@ export function shareSpec(rows: readonly BenchRow[]): ChartSpec {
     encoding: {
       x: { field: "instance", type: "nominal", sort: instances, title: "instance" },
       xOffset: { field: "series", type: "nominal" },
-      y: { field: "share", type: "quantitative", title: "share of requests (%)" },
-      color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
+      y: { field: "share", type: "quantitative", title: "share of requests (%)", scale: { domain: [0, scales.shareMaxPct] } },
+      color: colorOf(scales),
     },
   };
 }
 
 /** vega-lite spec: token hit rate over time per row, the ideal dashed, scale events as rules. */
-export function hitRateSpec(rows: readonly BenchRow[]): ChartSpec {
+export function hitRateSpec(
+  rows: readonly BenchRow[],
+  scales: ChartScales = chartScales(rows, seriesLabel),
+  title = "Token hit rate over time (dashed: ideal; red: scale events)",
+): ChartSpec {
   const values = rows.flatMap((r) =>
     r.hitRateSeries.filter((p) => p.hitRate !== null).map((p) => ({ series: seriesLabel(r), minute: p.tMs / 60_000, hitRate: 100 * p.hitRate! })),
   );
@@ -84,7 +99,7 @@ export function hitRateSpec(rows: readonly BenchRow[]): ChartSpec {
       encoding: {
         x: { field: "minute", type: "quantitative", title: "arrival time (min)" },
         y: { field: "hitRate", type: "quantitative", title: "token hit rate (%)", scale: { domain: [0, 100] } },
-        color: { field: "series", type: "nominal", title: "strategy", legend: { labelLimit: 400 } },
+        color: colorOf(scales),
       },
     },
     {
@@ -105,11 +120,26 @@ export function hitRateSpec(rows: readonly BenchRow[]): ChartSpec {
   }
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title: "Token hit rate over time (dashed: ideal; red: scale events)",
+    title,
     width: 520,
     height: 260,
     layer: layers,
   };
+}
+
+/**
+ * The charts of one scenario: TTFT CDFs, then shares, then hit rates, each as small multiples of
+ * at most four series that share the scenario's axes and colours ("TTFT CDF (1/2)", …).
+ */
+export function chartSpecs(rows: readonly BenchRow[]): ChartSpec[] {
+  const scales = chartScales(rows, seriesLabel);
+  const groups = smallMultiples(rows);
+  const part = (title: string, i: number) => (groups.length === 1 ? title : `${title} (${i + 1}/${groups.length})`);
+  return [
+    ...groups.map((g, i) => ttftCdfSpec(g, scales, part("TTFT CDF", i))),
+    ...groups.map((g, i) => shareSpec(g, scales, part("Share of requests per instance", i))),
+    ...groups.map((g, i) => hitRateSpec(g, scales, part("Token hit rate over time (dashed: ideal; red: scale events)", i))),
+  ];
 }
 
 /** Renders one vega-lite spec to an SVG string, headlessly. */
@@ -138,8 +168,7 @@ export async function importOptional<M>(name: string, load: () => Promise<M>): P
   try {
     return await load();
   } catch (e) {
-    const code = (e as { code?: unknown }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") {
+    if (isMissingPackage(e, name)) {
       throw new BenchError("ERR_MISSING_PACKAGE", `This output needs the optional package \`${name}\`: npm install ${name}`, { cause: e });
     }
     throw e;
@@ -216,7 +245,7 @@ export async function renderHtmlReport(rows: readonly BenchRow[], render?: SvgRe
       ]),
     );
     const eventTable = events.length === 0 ? "" : htmlTable(["strategy", "event", "hit before", "dip", "recovery"], events);
-    const charts = await Promise.all([draw(ttftCdfSpec(g)), draw(shareSpec(g)), draw(hitRateSpec(g))]);
+    const charts = await Promise.all(chartSpecs(g).map(draw));
     sections.push(
       `<section><h2>${escapeHtml(title)}</h2>\n${table}\n${cmpTable}\n${eventTable}\n<div class="charts">${charts
         .map((svg) => `<figure>${svg}</figure>`)

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import type { CliIo } from "../fleet/cli.js";
-import { DEFAULT_DEMO, DEMO_STRATEGIES, type DemoRow, type DemoStrategy, runDemo } from "./demo.js";
+import { DEFAULT_DEMO, DEMO_STRATEGIES, type DemoRow, type DemoStrategy, loadOpenAI, runDemo } from "./demo.js";
 
 export const DEMO_USAGE = `Usage: prefix-router demo [options]
 
@@ -54,6 +54,7 @@ export async function runDemoCommand(argv: readonly string[], io: CliIo): Promis
     if (!DEMO_STRATEGIES.includes(s)) throw new RangeError(`--strategies: unknown strategy ${JSON.stringify(s)}; known: ${DEMO_STRATEGIES.join(", ")}`);
   }
   const requests = num("requests", values.requests, 1) ?? DEFAULT_DEMO.requests;
+  await loadOpenAI(); // a missing peer is one line, before anything else is printed
   const bar = await progressBar(requests * strategies.length);
   io.err(`Starting a 7-instance emulated fleet; ${requests} requests per strategy × ${strategies.length} strategies…`);
   let rows: DemoRow[];

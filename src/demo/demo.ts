@@ -24,6 +24,7 @@ import { routeOpenAI } from "../openai/client.js";
 import type { OpenAITarget, RoutedRequestInfo } from "../openai/types.js";
 import { createRandom } from "../sim/random.js";
 import { startFleet } from "../fleet/live.js";
+import { importPeer } from "../internal/optional-peer.js";
 import { newHistogram, summarize } from "../target-state.js";
 
 /**
@@ -144,12 +145,21 @@ export function demoWorkload(options: Required<Omit<DemoOptions, "strategies" | 
 }
 
 /**
+ * Loads the optional peer `openai`, which the demo drives.
+ * @throws RouterError `ERR_MISSING_PEER` when it is not installed
+ */
+export function loadOpenAI(): Promise<typeof import("openai")> {
+  return importPeer("openai", "The demo", () => import("openai"));
+}
+
+/**
  * Runs the demo and returns one row per strategy. Needs the optional peer `openai`.
+ * @throws RouterError `ERR_MISSING_PEER` when `openai` is not installed
  */
 export async function runDemo(options: DemoOptions): Promise<DemoRow[]> {
   const o = { ...DEFAULT_DEMO, ...stripUndefined(options) };
   const clock = options.clock ?? performance;
-  const { default: OpenAI } = await import("openai");
+  const { default: OpenAI } = await loadOpenAI();
   const workload = demoWorkload(o);
   const rows: DemoRow[] = [];
   const total = workload.length * options.strategies.length;

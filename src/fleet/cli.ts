@@ -5,6 +5,7 @@
 
 import { parseArgs } from "node:util";
 import type { EngineConfig } from "./config.js";
+import { FAULT_OPTIONS, FAULT_USAGE, applyFaultPlan, parseFaults } from "./cli-faults.js";
 import { isFleetError } from "./errors.js";
 import { DEFAULT_MODEL, startFleet, type LiveFleet } from "./live.js";
 
@@ -30,8 +31,11 @@ Options:
   --num-gpu-blocks <n>      KV-cache capacity per instance in 16-token blocks (default 75000)
   --max-num-seqs <n>        running sequences per instance (default 256)
   --default-max-tokens <n>  output tokens when a request sets no limit (default 64)
-  --seed <n>                seed of fault draws (default 0)
-  -h, --help                show this help`;
+  --step-jitter <x>         relative noise on each engine step, 0 to below 1, drawn from the seed (default 0)
+  --seed <n>                seed of the fault draws: the same seed fails the same requests (default 0)
+  -h, --help                show this help
+
+${FAULT_USAGE}`;
 
 function intOption(values: Record<string, unknown>, name: string): number | undefined {
   const v = values[name];
@@ -44,6 +48,7 @@ function intOption(values: Record<string, unknown>, name: string): number | unde
 /** Runs `prefix-router fleet` with `argv` (the arguments after `fleet`); returns the exit code. */
 export async function runFleetCommand(argv: readonly string[], io: CliIo): Promise<number> {
   let fleet: LiveFleet;
+  let stopFaults: () => void;
   try {
     const { values } = parseArgs({
       args: [...argv],
@@ -56,7 +61,9 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
         "num-gpu-blocks": { type: "string" },
         "max-num-seqs": { type: "string" },
         "default-max-tokens": { type: "string" },
+        "step-jitter": { type: "string" },
         seed: { type: "string" },
+        ...FAULT_OPTIONS,
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -71,6 +78,11 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     if (blocks !== undefined) engine.numGpuBlocks = blocks;
     const seqs = intOption(values, "max-num-seqs");
     if (seqs !== undefined) engine.maxNumSeqs = seqs;
+    const jitter = intOption(values, "step-jitter");
+    if (jitter !== undefined) engine.stepJitter = jitter;
+    const seed = intOption(values, "seed") ?? 0;
+    if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`--seed expects an integer >= 0, got ${String(values.seed)}`);
+    const faults = parseFaults(values);
     fleet = await startFleet({
       instances: intOption(values, "instances") ?? 7,
       port: intOption(values, "port") ?? 8000,
@@ -78,9 +90,15 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
       timeScale: intOption(values, "time-scale") ?? 1,
       models: values.model ?? [DEFAULT_MODEL],
       defaultMaxTokens: intOption(values, "default-max-tokens") ?? 64,
-      seed: intOption(values, "seed") ?? 0,
+      seed,
       engine,
     });
+    try {
+      stopFaults = await applyFaultPlan(fleet, faults, io.out);
+    } catch (e) {
+      await fleet.stop();
+      throw e;
+    }
   } catch (e) {
     io.err(`prefix-router fleet: ${isFleetError(e) || e instanceof Error ? e.message : String(e)}`);
     io.err("Run `prefix-router fleet --help` for the options.");
@@ -89,6 +107,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
   for (const inst of fleet.instances) io.out(`${inst.id}\t${inst.url}`);
   io.out(`OpenAI baseURL: <url>/v1   SageMaker endpoint: <url>   metrics: <url>/metrics   (Ctrl-C stops)`);
   await io.untilStopped();
+  stopFaults();
   await fleet.stop();
   return 0;
 }

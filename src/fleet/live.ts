@@ -18,6 +18,7 @@ import { applyFaults, DEFAULT_FAULTS, type FaultKnobs } from "./faults.js";
 import { loadEventStreamEncoder, sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
 import { renderMetrics } from "./metrics.js";
 import { handleOpenAI } from "./openai-server.js";
+import { ResponseStore, handleResponses } from "./responses-server.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 import { handleSageMaker } from "./sagemaker-server.js";
 import { blockKeys, countTokens } from "./tokenizer.js";
@@ -164,6 +165,8 @@ class Instance implements LiveInstance, InstanceRuntime {
   readonly maxModelLen: number;
   readonly defaultMaxTokens: number;
   readonly sagemaker: InstanceRuntime["sagemaker"];
+  /** Stored Responses API responses, for `previous_response_id`. */
+  readonly responses = new ResponseStore();
   port = 0;
   private knobs: FaultKnobs = { ...DEFAULT_FAULTS };
   private readonly server: Server;
@@ -282,6 +285,7 @@ class Instance implements LiveInstance, InstanceRuntime {
     const path = (req.url ?? "/").split("?")[0]!;
     try {
       if (handleOpenAI(this, req, res, path)) return;
+      if (handleResponses(this, req, res, path)) return;
       if (handleSageMaker(this, req, res, path)) return;
       sendJson(res, 404, { error: { message: `No route for ${req.method ?? "GET"} ${path}`, type: "NotFoundError", param: null, code: 404 } }, {
         "x-prefix-router-instance": this.id,

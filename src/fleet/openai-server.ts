@@ -7,6 +7,7 @@
  *   `stream_options.include_usage`) a chunk with `choices: []` and `usage`, then
  *   `data: [DONE]`. `usage.prompt_tokens_details.cached_tokens` is the prefix-cache hit.
  * - `GET /v1/models`, `GET /health` (200, empty body; 503 when `notReady`), `GET /metrics`.
+ * - The Responses API (`/v1/responses`) lives in responses-server.ts.
  * - Errors use vLLM's body `{"error": {"message", "type", "param", "code"}}`.
  *
  * Output length: `max_completion_tokens`, else `max_tokens`, else the fleet's
@@ -41,7 +42,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /** Sends a vLLM-style error. */
-function sendError(rt: InstanceRuntime, res: ServerResponse, status: number, message: string): void {
+export function sendError(rt: InstanceRuntime, res: ServerResponse, status: number, message: string): void {
   sendJson(
     res,
     status,
@@ -106,29 +107,43 @@ export function handleOpenAI(rt: InstanceRuntime, req: IncomingMessage, res: Ser
     sendError(rt, res, 405, `Method ${method} not allowed`);
     return true;
   }
-  readBody(req)
-    .then(
-      (buf) => serve(rt, res, kind, buf),
-      (err: unknown) => sendError(rt, res, 400, String(err)),
-    )
-    .catch((err: unknown) => internalError(res, err));
+  admitRequest(rt, req, res, (body, model) => serve(rt, res, kind, body, model));
   return true;
 }
 
-function serve(rt: InstanceRuntime, res: ServerResponse, kind: Kind, buf: Buffer): void {
-  const faults = rt.currentFaults();
-  if (faults.notReady) return sendError(rt, res, 503, "The model is loading.");
-  const body = parseJson(buf) as Record<string, unknown> | undefined;
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    return sendError(rt, res, 400, "The request body must be a JSON object");
-  }
-  if (faults.errorRate > 0 && rt.random() < faults.errorRate) {
-    return sendError(rt, res, faults.errorStatus, `Injected fault: HTTP ${faults.errorStatus}`);
-  }
-  const model = body.model === undefined ? rt.models[0]! : body.model;
-  if (typeof model !== "string" || !rt.models.includes(model)) {
-    return sendError(rt, res, 404, `The model \`${String(model)}\` does not exist.`);
-  }
+/**
+ * Reads a POST body of the OpenAI protocol and admits it as vLLM does — the model is loaded, the
+ * body is a JSON object, the injected error fault spares it, its model is served — then hands
+ * the body and model to `serve`; otherwise answers the error.
+ */
+export function admitRequest(
+  rt: InstanceRuntime,
+  req: IncomingMessage,
+  res: ServerResponse,
+  serve: (body: Record<string, unknown>, model: string) => void,
+): void {
+  const admit = (buf: Buffer): void => {
+    const faults = rt.currentFaults();
+    if (faults.notReady) return sendError(rt, res, 503, "The model is loading.");
+    const body = parseJson(buf) as Record<string, unknown> | undefined;
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return sendError(rt, res, 400, "The request body must be a JSON object");
+    }
+    if (faults.errorRate > 0 && rt.random() < faults.errorRate) {
+      return sendError(rt, res, faults.errorStatus, `Injected fault: HTTP ${faults.errorStatus}`);
+    }
+    const model = body.model === undefined ? rt.models[0]! : body.model;
+    if (typeof model !== "string" || !rt.models.includes(model)) {
+      return sendError(rt, res, 404, `The model \`${String(model)}\` does not exist.`);
+    }
+    serve(body, model);
+  };
+  readBody(req)
+    .then(admit, (err: unknown) => sendError(rt, res, 400, String(err)))
+    .catch((err: unknown) => internalError(res, err));
+}
+
+function serve(rt: InstanceRuntime, res: ServerResponse, kind: Kind, body: Record<string, unknown>, model: string): void {
   if (body.n !== undefined && body.n !== 1) return sendError(rt, res, 400, "The emulator serves `n` = 1 only");
   if (kind === "chat" && !("messages" in body)) return sendError(rt, res, 400, "`messages` is required");
   if (kind === "completion" && !("prompt" in body)) return sendError(rt, res, 400, "`prompt` is required");

@@ -4,7 +4,8 @@
  *
  * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is 2xx — an error or a
  *   redirect body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte
- *   arrived, not when the consumer got round to reading it;
+ *   arrived, not when the consumer got round to reading it. A Responses API stream's first byte
+ *   is its first output event instead (its first events come before prefill; see responses.ts);
  * - end of body: the lease ends `success` (2xx), `client-error` (3xx, 4xx: the request was not
  *   served, and it says nothing about the target's health) or `server-error` (5xx, or an SSE
  *   `error` event), with the token usage the body reported;
@@ -20,6 +21,7 @@
  */
 import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
 import { scannerFor } from "../adapter/usage.js";
+import { responseBodyScanner } from "./responses.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
@@ -36,6 +38,8 @@ export interface TrackContext<T extends OpenAITarget> {
   report: ((info: RoutedRequestInfo<T>) => void) | undefined;
   /** Add {@link TARGET_HEADER} to the response. */
   targetHeader: boolean;
+  /** Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's id. */
+  responses?: { onId: ((id: string) => void) | undefined } | undefined;
 }
 
 /** @internal Outcome of a response that was read to the end. */
@@ -87,9 +91,20 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   const status = response.status;
   const contentType = response.headers.get("content-type");
   const streaming = contentType !== null && contentType.toLowerCase().includes("text/event-stream");
-  const usage = scannerFor(contentType);
   const reader = response.body?.getReader();
   let ttftMs: number | null = null;
+  const markFirst = (): void => {
+    if (ttftMs !== null) return;
+    ttftMs = clock.now() - startMs;
+    // An error or redirect body is no answer: the router's TTFT and prefix index only count answers.
+    if (status < 300) lease.firstByte();
+  };
+  const json = contentType !== null && contentType.toLowerCase().includes("json");
+  const created =
+    ctx.responses !== undefined && status < 300 && (streaming || json)
+      ? responseBodyScanner(streaming, { id: ctx.responses.onId, firstOutput: markFirst })
+      : undefined;
+  const usage = created?.scanner ?? scannerFor(contentType);
   // A WeakRef: a long-lived signal (through the abort hook) must not keep a dropped body from
   // being collected, and its lease released.
   let wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
@@ -100,11 +115,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     reader === undefined ? EMPTY : readerSource(reader),
     {
       chunk(value) {
-        if (ttftMs === null && value.byteLength > 0) {
-          ttftMs = clock.now() - startMs;
-          // An error or redirect body is no answer: the router's TTFT and prefix index only count answers.
-          if (status < 300) lease.firstByte();
-        }
+        if (value.byteLength > 0 && created?.waitsForOutput !== true) markFirst();
         usage?.push(value);
       },
       end() {
@@ -134,21 +145,15 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     return rewrap(response, null, ctx.targetHeader ? lease.target.id : undefined);
   }
 
+  const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       wrapper = new WeakRef(controller);
+      pump.wrapper = wrapper;
     },
-    async pull(controller) {
-      let chunk: Awaited<ReturnType<typeof leased.read>>;
-      try {
-        chunk = await leased.read();
-      } catch (error) {
-        controller.error(error);
-        return;
-      }
-      if (aborted) return; // the body already errored with the abort
-      if (chunk.done) controller.close();
-      else controller.enqueue(chunk.value);
+    // Returns at once: a pending read must not hold the wrapper (see readAhead).
+    pull() {
+      readAhead(pump);
     },
     cancel(reason) {
       return leased.cancel(reason);
@@ -156,6 +161,42 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   });
   leased.attach(body, signal);
   return rewrap(response, body, ctx.targetHeader ? lease.target.id : undefined);
+}
+
+/** What a read ahead needs: the leased body, and the wrapper's controller held weakly. */
+interface Pump {
+  leased: LeasedBody<Uint8Array>;
+  wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
+  reading: boolean;
+  aborted(): boolean;
+}
+
+/**
+ * Reads the next chunk into the wrapper. The pending read is referenced by the source until data
+ * arrives; it holds the wrapper's controller only through a WeakRef, so a wrapper dropped unread
+ * stays collectable while the server is silent (an `async pull(controller)` would keep it alive
+ * through the pull promise on Node 22 and later, and its lease would never be released).
+ */
+function readAhead(pump: Pump): void {
+  if (pump.reading) return;
+  pump.reading = true;
+  pump.leased.read().then(
+    (chunk) => {
+      pump.reading = false;
+      const controller = pump.wrapper?.deref();
+      if (controller === undefined || pump.aborted()) return; // dropped, or already errored with the abort
+      try {
+        if (chunk.done) controller.close();
+        else controller.enqueue(chunk.value);
+      } catch {
+        // The consumer cancelled meanwhile: the lease has ended with the cancel.
+      }
+    },
+    (error: unknown) => {
+      pump.reading = false;
+      pump.wrapper?.deref()?.error(error);
+    },
+  );
 }
 
 /** The source of a response without a body: ended before anyone reads. */

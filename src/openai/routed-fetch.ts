@@ -16,6 +16,9 @@
  * connect timeout) is retried on the key's next target, up to `attempts` in total, through the
  * shared `withAttempts`. Any other connection failure may come after the request was written: it
  * is not retried and surfaces as `ERR_CONNECTION_LOST`, so no request runs twice.
+ *
+ * Responses API: a request that refers to a stored response goes to the target that served it
+ * (response affinity, responses.ts).
  */
 import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
@@ -30,6 +33,7 @@ import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
 import { checkRedirect, sendWithRedirects } from "./redirects.js";
+import { type ResponseAffinity, type ResponsesCall, responseAffinityOf, responsesCall } from "./responses.js";
 import { type OpenAITenantRequest, applyTenant } from "./tenant.js";
 import { type Base, type Relative, joinTarget, parseBase, relativeTo, validateOpenAITargets } from "./targets.js";
 import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
@@ -83,6 +87,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
   const identity = TenantIdentity.from<OpenAITenantRequest>(options);
+  const affinity = responseAffinityOf(options.responseAffinity);
   const sending: Sending = {
     redirect: checkRedirect(options.redirect),
     targetHeader: options.targetHeader === undefined ? false : checkBoolean("targetHeader", options.targetHeader),
@@ -97,11 +102,12 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     tenant: _tenant,
     isolation: _isolation,
     cacheSaltSecret: _cacheSaltSecret,
+    responseAffinity: _affinity,
     ...routerOptions
   } = options;
   const core = await createRouter<T>(routerOptions);
   const router = checkedRouter(core, validateOpenAITargets);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending, identity);
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending, identity, affinity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -120,6 +126,7 @@ const ROUTING_ERROR_STATUS: Partial<Record<string, number>> = {
   ERR_NO_TARGETS: 503,
   ERR_NO_ELIGIBLE_TARGET: 404,
   ERR_CONNECTION_LOST: 502,
+  ERR_TARGET_GONE: 404,
 };
 
 /** The outgoing request, read once. */
@@ -145,6 +152,7 @@ class RoutedSender<T extends OpenAITarget> {
     private readonly errorsAsResponses: boolean,
     private readonly sending: Sending,
     private readonly identity: TenantIdentity<OpenAITenantRequest>,
+    private readonly affinity: ResponseAffinity | undefined,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
@@ -154,12 +162,16 @@ class RoutedSender<T extends OpenAITarget> {
       const relative = relativeTo(this.clientBase, out.url);
       if (relative === undefined) return await this.underlying.call(undefined, out.url.href, out.init);
       out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path);
+      const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
+      // Only the replica that served a stored response can continue it: one attempt, there.
+      const pinned = call?.refersTo === undefined ? undefined : this.affinity?.targetOf(call.refersTo);
       return await withAttempts(
         this.router,
         out.route,
-        out.replayable ? this.attempts : 1,
-        (lease) => this.send(lease, out, relative),
+        out.replayable && pinned === undefined ? this.attempts : 1,
+        (lease) => this.send(lease, out, relative, call),
         (error) => judgeFetchError(error, out.signal),
+        pinned,
       );
     } catch (error) {
       if (this.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
@@ -167,7 +179,7 @@ class RoutedSender<T extends OpenAITarget> {
     }
   }
 
-  private async send(lease: Lease<T>, out: Outgoing, relative: Relative): Promise<Response> {
+  private async send(lease: Lease<T>, out: Outgoing, relative: Relative, call: ResponsesCall | undefined): Promise<Response> {
     const target = lease.target;
     const startMs = this.clock.now();
     let response: Response;
@@ -195,7 +207,14 @@ class RoutedSender<T extends OpenAITarget> {
       registry: this.registry,
       report: this.report,
       targetHeader: this.sending.targetHeader,
+      responses: call?.creates === true ? { onId: this.rememberer(lease.target.id) } : undefined,
     });
+  }
+
+  /** Remembers which target served a created response, when response affinity is on. */
+  private rememberer(targetId: string): ((id: string) => void) | undefined {
+    const affinity = this.affinity;
+    return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
   }
 
   /** Reads URL, init and routing facts from `fetch`'s arguments. */

@@ -10,6 +10,7 @@ import type { OpenAITenantRequest } from "./tenant.js";
 
 /** How a routed request treats a 3xx answer (see {@link RoutedFetchOptions.redirect}). */
 export type RedirectPolicy = "manual" | "same-origin";
+import type { ResponseAffinityOptions } from "./responses.js";
 
 /** The `fetch` signature the adapter takes and returns (WHATWG fetch, as Node.js ≥ 20 ships it). */
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -44,7 +45,10 @@ export interface RoutedRequestInfo<T extends OpenAITarget = OpenAITarget> {
   outcome: LeaseOutcome;
   /** True for a `text/event-stream` response. */
   streaming: boolean;
-  /** Time to the first body byte (TTFT for streams), ms; `null` when no byte arrived. */
+  /**
+   * Time to the first body byte (TTFT for streams; for a Responses API stream, to its first
+   * output event), ms; `null` when none arrived.
+   */
   ttftMs: number | null;
   /** From sending the request to the end of the body (or the failure), ms. */
   durationMs: number;
@@ -107,6 +111,15 @@ export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> exten
    * @default false
    */
   targetHeader?: boolean;
+  /**
+   * Response affinity for the Responses API: a request that refers to a stored response
+   * (`previous_response_id`, `/responses/{id}`) goes to the target that served it, as vLLM keeps
+   * stored responses in that replica's memory. Ids are remembered per routed fetch, at most
+   * `maxEntries`; when the target has left the target set, such a request fails with
+   * `ERR_TARGET_GONE`; an id this fetch never saw is routed like any request. `false` turns it off.
+   * @default { maxEntries: 100000 } ({@link DEFAULT_RESPONSE_AFFINITY})
+   */
+  responseAffinity?: ResponseAffinityOptions | false;
 }
 
 /** What {@link createRoutedFetch} returns. */

@@ -25,34 +25,23 @@ import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { checkTargetFields, checkedRouter } from "../adapter/targets.js";
-import { TenantIdentity, type TenantOptions } from "../adapter/tenant.js";
+import { TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets } from "../options.js";
 import { createRouter } from "../router.js";
-import type { Lease, RouteRequest, Router, TargetSpec } from "../types.js";
+import type { Lease, RouteRequest, Router } from "../types.js";
 import { prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 import { LeasedEventStream } from "./stream.js";
+import { PREFIX_AWARE_ID_HEADER, type SageMakerAdapterOptions, type SageMakerTargetFields, type SageMakerTenantRequest } from "./target.js";
 
 /**
  * A SageMaker destination: an endpoint, optionally one production variant of it or one
  * inference component on it. Its fields replace the command's `EndpointName`, `TargetVariant`
  * and `InferenceComponentName`; a field left out here is removed from the command.
  */
-export interface SageMakerTarget extends TargetSpec {
-  /** The endpoint's name (`EndpointName`). Non-empty. */
-  readonly endpointName: string;
-  /**
-   * The production variant (`TargetVariant`).
-   * @default undefined — SageMaker picks a variant by its weights
-   */
-  readonly targetVariant?: string;
-  /**
-   * The inference component (`InferenceComponentName`).
-   * @default undefined — the endpoint's model
-   */
-  readonly inferenceComponentName?: string;
+export interface SageMakerTarget extends SageMakerTargetFields {
   /**
    * The client that sends to this target, for an endpoint in another region or account. It is
    * used as is and never destroyed by the routed client.
@@ -61,39 +50,10 @@ export interface SageMakerTarget extends TargetSpec {
   readonly client?: SageMakerRuntimeClient;
 }
 
-/** What a `tenant` function of the SageMaker adapter is called with. */
-export interface SageMakerTenantRequest {
-  /** The command's input (`EndpointName`, `Body`, `ContentType`, …), as the caller built it. */
-  readonly input: Readonly<Record<string, unknown>>;
-  /** The body: its parsed JSON value when it is JSON, else its bytes or text. */
-  readonly body: unknown;
-}
-
-/**
- * Options of {@link routeSageMaker}: the router's options (bytes mode is fixed), the adapter's,
- * and the tenant of each request (`tenant`, `isolation`, `cacheSaltSecret`; docs/tenants.md).
- * With `isolation: "tenant"`, JSON bodies get vLLM's `cache_salt` (so `canonicalizeBody` must
- * stay on: the body is rewritten anyway).
- */
-export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode">, TenantOptions<SageMakerTenantRequest> {
+/** Options of {@link routeSageMaker}: the router's options (bytes mode is fixed) and the adapter's. */
+export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode">, SageMakerAdapterOptions {
   /** The targets. Ids non-empty and unique; each with a non-empty `endpointName`. */
   targets: readonly SageMakerTarget[];
-  /**
-   * Send a JSON body (content type JSON or absent) as its canonical JSON, so that SageMaker's
-   * own byte-prefix routing sees identical bytes for equivalent requests. Non-JSON bodies are
-   * always sent untouched.
-   * @default true
-   */
-  canonicalizeBody?: boolean;
-  /**
-   * Targets one request may try, the first included, from 1 to 16 (as the OpenAI adapter's
-   * `attempts`). A request goes to the key's next target only when the model never ran it (a
-   * connection that failed before the request was written, `ServiceUnavailable`, `ModelNotReadyException`),
-   * never once the response began. The SDK client's own retries (its `maxAttempts`) happen
-   * first, inside each attempt, on the same target.
-   * @default 2 ({@link DEFAULT_ATTEMPTS}, shared with the OpenAI adapter)
-   */
-  attempts?: number;
 }
 
 /** The user's client, routed: everything it was, plus the router behind `send`. */
@@ -102,11 +62,7 @@ export type RoutedSageMakerClient<C extends SageMakerRuntimeClient = SageMakerRu
   readonly router: Router<SageMakerTarget>;
 };
 
-/**
- * The header SageMaker reads the tenant id (`PrefixAwareId`) from. SDK versions whose model
- * predates `PrefixAwareId` drop the input field; the routed client then sets this header itself.
- */
-export const PREFIX_AWARE_ID_HEADER = "X-Amzn-SageMaker-Prefix-Aware-Id";
+export { PREFIX_AWARE_ID_HEADER };
 
 /**
  * Wraps an existing `SageMakerRuntimeClient` (or `SageMakerRuntime`) so that every

@@ -4,22 +4,21 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { JSON_TAIL_BYTES, JsonUsageScanner, MAX_LINE, StreamUsageScanner, findUsage, scannerFor, usageOf, usageOfBody } from "../../src/adapter/usage.js";
+import { splitAt as split } from "../support.js";
+import {
+  JSON_TAIL_BYTES,
+  JsonUsageScanner,
+  MAX_LINE,
+  SseUsageScanner,
+  StreamUsageScanner,
+  findUsage,
+  scannerFor,
+  usageOf,
+  usageOfBody,
+} from "../../src/adapter/usage.js";
 
 const enc = new TextEncoder();
 
-/** Splits `bytes` at the given cut points (sorted, deduplicated, in range). */
-function split(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
-  const points = [...new Set(cuts.map((c) => c % (bytes.length + 1)))].sort((a, b) => a - b);
-  const out: Uint8Array[] = [];
-  let last = 0;
-  for (const p of points) {
-    out.push(bytes.subarray(last, p));
-    last = p;
-  }
-  out.push(bytes.subarray(last));
-  return out;
-}
 
 const chunk = (content: string) =>
   `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }], usage: null })}\n\n`;
@@ -75,6 +74,34 @@ describe("stream usage scanner on server-sent events", () => {
       for (const part of [...parts, usageChunk]) next.push(enc.encode(part));
       expect(next.result()).toEqual({ promptTokens: 900, cachedTokens: 768 });
     }
+  });
+
+  it("joins an event's data lines and reads CR-only line ends, as the SSE format defines them", () => {
+    const usage = { prompt_tokens: 70, prompt_tokens_details: { cached_tokens: 64 } };
+    const multiLine = `data: {"choices": [],\ndata: "usage": ${JSON.stringify(usage)}}\n\n`;
+    const crOnly = `: keep-alive\r\rdata: ${JSON.stringify({ choices: [], usage })}\r\r`;
+    for (const body of [multiLine, crOnly, `\uFEFF${multiLine}`]) {
+      const scanner = scannerFor("text/event-stream");
+      scanner?.push(enc.encode(body));
+      expect(scanner?.result()).toEqual({ promptTokens: 70, cachedTokens: 64 });
+    }
+  });
+
+  it("flags the Responses API's error and response.failed events", () => {
+    for (const event of ["error", "response.failed"]) {
+      const scanner = scannerFor("text/event-stream");
+      scanner?.push(enc.encode(`event: ${event}\ndata: {"type": "${event}", "message": "boom"}\n\n`));
+      scanner?.result();
+      expect(scanner?.sawError).toBe(true);
+    }
+  });
+
+  it("hands every event to an observer before reading it", () => {
+    const seen: (string | undefined)[] = [];
+    const scanner = new SseUsageScanner((e) => seen.push(e.event));
+    scanner.push(enc.encode(`event: response.created\ndata: {}\n\ndata: {}\n\n`));
+    scanner.result();
+    expect(seen).toEqual(["response.created", undefined]);
   });
 
   it("handles a final line without a newline", () => {
@@ -180,6 +207,16 @@ describe("stream usage scanner on SageMaker payload parts, and whole bodies", ()
     scanner.push(enc.encode(JSON.stringify({ token: "b" })));
     scanner.push(enc.encode(JSON.stringify({ usage })));
     expect(scanner.result()).toEqual(expected);
+  });
+
+  it("tells SSE from JSON lines by the first byte, leading whitespace and empty parts aside", () => {
+    for (const payload of [sse, jsonLines]) {
+      const scanner = new StreamUsageScanner();
+      scanner.push(new Uint8Array(0));
+      scanner.push(enc.encode("\n  "));
+      scanner.push(enc.encode(payload));
+      expect(scanner.result()).toEqual(expected);
+    }
   });
 
   it("reports nothing without cached tokens (a server that does not count them) or without usage", () => {

@@ -21,7 +21,8 @@ import {
 import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-sagemaker-runtime";
 import type { FinalizeRequestMiddleware, SerializeMiddleware } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type RouteSageMakerOptions, type SageMakerTarget, canonicalize, getRouter, isRouterError, routeSageMaker } from "prefix-router";
+import { canonicalize, getRouter, isRouterError, routeSageMaker as routeSageMakerFromRoot } from "prefix-router";
+import { type RouteSageMakerOptions, type SageMakerTarget, routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_MODEL, type FaultKnobs, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 const LORA = "support-lora";
@@ -581,6 +582,15 @@ describe("drop-in client", () => {
     expect(getRouter(sm)).toBe(sm.router);
     expect(sm.router.targets().map((t) => t.id)).toEqual(["a"]);
     expect(() => sm.router.setTargets([{ id: "b" } as SageMakerTarget])).toThrow("Expected `targets[0].endpointName` to be a non-empty string, got undefined");
+  });
+
+  it("is also exported by the root entry point (deprecated there, typed without the AWS SDK): the same function", async () => {
+    expect(routeSageMakerFromRoot).toBe(routeSageMaker);
+    const base = clientFor(fleet.urls[0] as string);
+    const sm = await routeSageMakerFromRoot(base, { targets: instanceTargets(base) });
+    const out = await sm.send(invoke(json(chatBody("root entry point", "q"))));
+    expect(servedBy(out.CustomAttributes).instance).toMatch(/^i\d$/);
+    expect(sm.router.stats().totals).toMatchObject({ routed: 1, inflight: 0 });
   });
 
   it("supports the callback form of send", async () => {

@@ -1,0 +1,98 @@
+/**
+ * What `npm publish` would upload: no source maps, no file that no entry point reaches, every
+ * bare import a declared dependency or peer (bundled code stays bundled), under 250 kB packed.
+ */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { builtinModules } from "node:module";
+import { dirname, join, normalize } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ROOT, ensureBuilt } from "./install.js";
+
+interface Packed {
+  size: number;
+  unpackedSize: number;
+  files: { path: string; size: number }[];
+}
+
+interface Manifest {
+  main: string;
+  module: string;
+  types: string;
+  bin: Record<string, string>;
+  exports: Record<string, unknown>;
+  dependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+}
+
+const MAX_PACKED_BYTES = 250_000;
+const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
+let packed: Packed;
+
+beforeAll(async () => {
+  await ensureBuilt();
+  const out = execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: ROOT, encoding: "utf8" });
+  packed = (JSON.parse(out) as Packed[])[0]!;
+}, 300_000);
+
+/** Every path an `exports` value names, depth first. */
+function exportTargets(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (value !== null && typeof value === "object") return Object.values(value).flatMap(exportTargets);
+  return [];
+}
+
+/** Relative and bare specifiers a built file imports, re-exports or requires. */
+function specifiers(text: string): string[] {
+  const found: string[] = [];
+  const name = `["']([@\\w.][\\w@./:-]*)["']`;
+  for (const m of text.matchAll(new RegExp(`(?:\\bfrom\\s*|\\bimport\\s*\\(?\\s*|\\brequire\\s*\\(\\s*)${name}`, "g"))) found.push(m[1]!);
+  return found;
+}
+
+describe("the published package", () => {
+  it(`is under ${MAX_PACKED_BYTES / 1000} kB packed, without source maps`, () => {
+    expect(packed.size).toBeLessThan(MAX_PACKED_BYTES);
+    expect(packed.files.filter((f) => f.path.endsWith(".map"))).toEqual([]);
+  });
+
+  it("holds only files an entry point, the bin or npm's page needs", () => {
+    const files = new Set(packed.files.map((f) => f.path));
+    const entries = [manifest.main, manifest.module, manifest.types, ...Object.values(manifest.bin), ...exportTargets(manifest.exports)];
+    const reached = new Set<string>();
+    const queue = entries.map((e) => normalize(e));
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (reached.has(file)) continue;
+      reached.add(file);
+      if (!file.startsWith("dist/")) continue;
+      for (const spec of specifiers(readFileSync(join(ROOT, file), "utf8"))) {
+        if (!spec.startsWith(".")) continue;
+        let target = normalize(join(dirname(file), spec));
+        // Declarations import "./x.js" meaning "./x.d.ts" ("./x.cjs" → "./x.d.cts").
+        if (/\.d\.c?ts$/.test(file)) target = target.replace(/\.js$/, ".d.ts").replace(/\.cjs$/, ".d.cts");
+        queue.push(target);
+      }
+    }
+    const unreached = [...files].filter((f) => !reached.has(f) && !["README.md", "CHANGELOG.md", "LICENSE", "package.json"].includes(f));
+    expect(unreached).toEqual([]);
+    const missing = [...reached].filter((f) => f !== "package.json" && !files.has(f));
+    expect(missing).toEqual([]);
+  });
+
+  it("imports at run time only Node.js built-ins, its dependencies and its optional peers", () => {
+    const allowed = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)]);
+    const builtins = new Set(builtinModules);
+    const strays = new Set<string>();
+    for (const { path } of packed.files) {
+      if (!/\.c?js$/.test(path)) continue;
+      for (const spec of specifiers(readFileSync(join(ROOT, path), "utf8"))) {
+        if (spec.startsWith(".") || spec.startsWith("node:") || builtins.has(spec)) continue;
+        const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0]!;
+        if (!allowed.has(name)) strays.add(`${path}: ${spec}`);
+      }
+    }
+    // eventsource-parser is bundled: it must not appear here.
+    expect([...strays]).toEqual([]);
+  });
+});
