@@ -80,7 +80,15 @@ export interface LiveInstance {
   metrics(): string;
   /** The engine behind the server (read-only use). */
   readonly engine: Engine;
+  /**
+   * W3C `traceparent` headers of the requests received, oldest first (the last
+   * {@link TRACE_CONTEXTS_KEPT}): what an engine's own tracing would join.
+   */
+  traceparents(): readonly string[];
 }
+
+/** `traceparent` headers an instance keeps. */
+export const TRACE_CONTEXTS_KEPT = 1000;
 
 /** A running fleet. */
 export interface LiveFleet {
@@ -170,6 +178,7 @@ class Instance implements LiveInstance, InstanceRuntime {
   private readonly rng: RandomSource;
   private sequence = 0;
   private listening = false;
+  private readonly received: string[] = [];
 
   constructor(
     readonly id: string,
@@ -273,8 +282,17 @@ class Instance implements LiveInstance, InstanceRuntime {
     this.driver.stop();
   }
 
+  traceparents(): readonly string[] {
+    return [...this.received];
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? "/").split("?")[0]!;
+    const traceparent = req.headers.traceparent;
+    if (typeof traceparent === "string") {
+      this.received.push(traceparent);
+      if (this.received.length > TRACE_CONTEXTS_KEPT) this.received.shift();
+    }
     try {
       if (handleOpenAI(this, req, res, path)) return;
       if (handleSageMaker(this, req, res, path)) return;

@@ -12,7 +12,7 @@
  * key's next target, up to `attempts` in total, through the shared `withAttempts`. Once response
  * headers have arrived nothing is retried, so no request runs twice.
  */
-import { withAttempts } from "../adapter/attempts.js";
+import { type AttemptFacts, withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
 import { parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
@@ -133,6 +133,8 @@ interface Outgoing {
   signal: AbortSignal | null | undefined;
   route: RouteRequest;
   replayable: boolean;
+  /** The body asks for a stream (`stream: true`). */
+  streaming: boolean;
 }
 
 class RoutedSender<T extends OpenAITarget> {
@@ -159,8 +161,9 @@ class RoutedSender<T extends OpenAITarget> {
         this.router,
         out.route,
         out.replayable ? this.attempts : 1,
-        (lease) => this.send(lease, out, relative),
+        (lease, traceHeaders) => this.send(lease, out, relative, traceHeaders),
         (error) => judgeFetchError(error, out.signal),
+        this.factsOf(out, relative),
       );
     } catch (error) {
       if (this.errorsAsResponses && isRouterError(error)) {
@@ -171,10 +174,11 @@ class RoutedSender<T extends OpenAITarget> {
     }
   }
 
-  private async send(lease: Lease<T>, out: Outgoing, relative: Relative): Promise<Response> {
+  private async send(lease: Lease<T>, out: Outgoing, relative: Relative, traceHeaders: Record<string, string>): Promise<Response> {
     const target = lease.target;
     const url = this.targetURL(target, relative);
     const headers = new Headers(out.init.headers);
+    for (const [name, value] of Object.entries(traceHeaders)) headers.set(name, value);
     if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
     const startMs = this.clock.now();
     let response: Response;
@@ -196,6 +200,20 @@ class RoutedSender<T extends OpenAITarget> {
       registry: this.registry,
       report: this.report,
     });
+  }
+
+  /** What the request's trace records: the GenAI operation (from the path), the model, streaming, each target's host. */
+  private factsOf(out: Outgoing, relative: Relative): AttemptFacts {
+    return {
+      operation: operationOf(relative.path),
+      provider: "openai",
+      model: out.route.model,
+      streaming: out.streaming,
+      server: (target) => {
+        const url = new URL(this.baseOf(target as T).href);
+        return { address: url.hostname, port: url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port) };
+      },
+    };
   }
 
   /** Reads URL, init and routing facts from `fetch`'s arguments. */
@@ -228,7 +246,7 @@ class RoutedSender<T extends OpenAITarget> {
     } else if (raw !== undefined && this.router.mode === "bytes") {
       route.body = raw;
     }
-    return { url: new URL(url), init: merged, signal: merged.signal, route, replayable };
+    return { url: new URL(url), init: merged, signal: merged.signal, route, replayable, streaming: parsed?.stream === true };
   }
 
   /** The request's path and query relative to the client's base, or undefined when it is not under it. */
@@ -240,12 +258,17 @@ class RoutedSender<T extends OpenAITarget> {
     return { path: url.pathname.slice(base.path.length), search: url.search, stripTargetPath: false };
   }
 
-  private targetURL(target: T, relative: Relative): string {
+  private baseOf(target: T): Base {
     let base = this.bases.get(target);
     if (base === undefined) {
       base = parseBase(`baseURL of target ${JSON.stringify(target.id)}`, target.baseURL);
       this.bases.set(target, base);
     }
+    return base;
+  }
+
+  private targetURL(target: T, relative: Relative): string {
+    const base = this.baseOf(target);
     let path = relative.path;
     if (relative.stripTargetPath && base.path !== "" && (path === base.path || path.startsWith(`${base.path}/`))) {
       path = path.slice(base.path.length);
@@ -285,6 +308,19 @@ function readBody(body: RequestInit["body"]): {
   }
   // A body that is no JSON object has no prompt to route on; bytes mode may still hash it.
   return { parsed: parseObject(raw), raw, replayable: true };
+}
+
+/** GenAI operation names of the OpenAI API's paths (the conventions' well-known values); others are `other`. */
+const OPERATIONS: readonly (readonly [RegExp, string])[] = [
+  [/\/chat\/completions$/, "chat"],
+  [/\/responses$/, "chat"],
+  [/\/completions$/, "text_completion"],
+  [/\/embeddings$/, "embeddings"],
+];
+
+function operationOf(path: string): string {
+  for (const [pattern, name] of OPERATIONS) if (pattern.test(path)) return name;
+  return "other";
 }
 
 function abortReason(signal: AbortSignal): unknown {

@@ -122,12 +122,27 @@ export class OtelRequestTrace implements RequestTrace {
     return new TracedLease(lease, this);
   }
 
-  failed<T extends TargetSpec>(lease: Lease<T>, outcome: LeaseOutcome, error: unknown, final: boolean): void {
+  failed<T extends TargetSpec>(lease: Lease<T> | undefined, outcome: LeaseOutcome, error: unknown, final: boolean): void {
+    if (lease === undefined) {
+      this.endUnrouted(error);
+      return;
+    }
     const inner = lease instanceof TracedLease ? (lease.inner as Lease<T>) : lease;
     if (inner.released) return;
     inner.release(outcome);
     this.event(inner, outcome, error);
     if (final) this.end(inner, outcome, undefined, error);
+  }
+
+  /** Routing failed before any attempt (no eligible target, …): the span ends with the error. */
+  private endUnrouted(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    const type = errorType("connect-error", error) ?? "error";
+    this.span.setAttributes({ [ATTR.attempts]: this.attempts, [ATTR.errorType]: type });
+    this.span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+    if (error instanceof Error) this.span.recordException(error);
+    this.span.end();
   }
 
   /** @internal The first byte of the answering attempt's body. */
@@ -206,15 +221,21 @@ export class OtelRequestTrace implements RequestTrace {
   }
 }
 
-/** `error.type`: the error's code or name, else the outcome; `undefined` for a request that did not fail. */
+/**
+ * `error.type`: the first `code` along the error's cause chain (`ECONNREFUSED` under undici's
+ * `TypeError: fetch failed`), else its name, else the outcome; `undefined` for a request that did
+ * not fail.
+ */
 function errorType(outcome: LeaseOutcome, error: unknown): string | undefined {
   if (!isError(outcome)) return undefined;
-  if (error !== null && typeof error === "object") {
-    const e = error as { code?: unknown; name?: unknown };
-    if (typeof e.code === "string") return e.code;
-    if (typeof e.name === "string" && e.name !== "Error") return e.name;
+  let current = error;
+  for (let depth = 0; depth < 4 && current !== null && typeof current === "object"; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string") return code;
+    current = (current as { cause?: unknown }).cause;
   }
-  return outcome;
+  const name = error !== null && typeof error === "object" ? (error as { name?: unknown }).name : undefined;
+  return typeof name === "string" && name !== "Error" ? name : outcome;
 }
 
 /** An attempt's lease, seen by its request's trace. */

@@ -82,9 +82,10 @@ export interface RequestTrace {
   headers(): Record<string, string>;
   /**
    * The attempt whose lease this is failed with `error` before any response: its lease is
-   * released with `outcome`; `final` ends the request with the error.
+   * released with `outcome`; `final` ends the request with the error. Without a lease: routing
+   * itself failed (no eligible target), which ends the request.
    */
-  failed<T extends TargetSpec>(lease: Lease<T>, outcome: LeaseOutcome, error: unknown, final: boolean): void;
+  failed<T extends TargetSpec>(lease: Lease<T> | undefined, outcome: LeaseOutcome, error: unknown, final: boolean): void;
 }
 
 /** The instruments of one router. */
@@ -103,7 +104,7 @@ export const NOOP_TRACE: RequestTrace = Object.freeze({
   run: <R>(send: () => Promise<R>) => send(),
   attempt: <T extends TargetSpec>(lease: Lease<T>) => lease,
   headers: () => ({}),
-  failed: <T extends TargetSpec>(lease: Lease<T>, outcome: LeaseOutcome) => lease.release(outcome),
+  failed: <T extends TargetSpec>(lease: Lease<T> | undefined, outcome: LeaseOutcome) => lease?.release(outcome),
 });
 
 /** Telemetry that records nothing: `telemetry: false`, or `@opentelemetry/api` not installed. */
