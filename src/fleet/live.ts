@@ -74,6 +74,12 @@ export interface LiveInstance {
   readonly faults: Readonly<FaultKnobs>;
   /** Changes fault knobs; resolves once `down` took effect (server closed or listening again). */
   setFaults(patch: Partial<FaultKnobs>): Promise<void>;
+  /**
+   * Restarts the engine now: its prefix cache is emptied; requests in flight finish; the server
+   * keeps listening on the same port (combine with `setFaults({ down: true })` for a restart that
+   * refuses connections for a while).
+   */
+  restart(): void;
   /** Counters of this instance. */
   stats(): InstanceStats;
   /** Prometheus text, as served on `/metrics`. */
@@ -235,6 +241,12 @@ class Instance implements LiveInstance, InstanceRuntime {
     this.knobs = next;
     if (next.down && !wasDown) await this.close();
     else if (!next.down && wasDown) await this.listen(this.port);
+  }
+
+  restart(): void {
+    // The engine is advanced first, so that work due before now is done with the old cache.
+    this.engine.advanceTo(this.driver.modelNow());
+    this.engine.restart();
   }
 
   stats(): InstanceStats {
