@@ -186,7 +186,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, () => this.fullTargets(snap));
+    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.fullTargetIds);
     return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment);
   }
 
@@ -204,10 +204,9 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     return { key: hexKey(ranking.key), targets: ranking.order.map((i) => snap.targets[i] as T) };
   }
 
-  /** Ids of the targets at the concurrency threshold (for the spill-storm log line). */
-  private fullTargets(snap: Snapshot<T>): string[] {
-    return snap.states.filter((s) => s.inflight >= this.concurrencyThreshold).map((s) => s.id);
-  }
+  /** Ids of the targets at the concurrency threshold (for the spill-storm log line); made once, called rarely. */
+  private readonly fullTargetIds = (): string[] =>
+    this.snapshot.states.filter((s) => s.inflight >= this.concurrencyThreshold).map((s) => s.id);
 
   /** @internal The strategy forgot what it believed target `id` caches (closed loop). */
   forgot(id: string, entries: number): void {

@@ -36,6 +36,9 @@ export class OtelTelemetry implements Telemetry {
   private readonly resets: Api.Counter;
   private readonly requestMetrics: RequestMetrics;
   private readonly tracer: Api.Tracer;
+  /** Attribute sets by target id (ids of targets that left stay: a few hundred bytes each). */
+  private readonly targets = new Map<string, TargetAttributes>();
+  private readonly decisionAttributes = new Map<PickKind, Api.Attributes>();
 
   constructor(
     private readonly api: OtelApi,
@@ -68,22 +71,37 @@ export class OtelTelemetry implements Telemetry {
   }
 
   picked(targetId: string, strategy: string, kind: PickKind, decisionMs: number): void {
-    this.requests.add(1, { [ATTR.target]: targetId, [ATTR.strategy]: strategy, [ATTR.kind]: kind });
-    this.decision.record(Math.max(0, decisionMs) / 1000, { [ATTR.strategy]: strategy, [ATTR.kind]: kind });
-    this.inflight.add(1, { [ATTR.target]: targetId });
+    const t = this.target(targetId, strategy);
+    this.requests.add(1, t.kind(kind));
+    let decision = this.decisionAttributes.get(kind);
+    if (decision === undefined) {
+      decision = { [ATTR.strategy]: strategy, [ATTR.kind]: kind };
+      this.decisionAttributes.set(kind, decision);
+    }
+    this.decision.record(Math.max(0, decisionMs) / 1000, decision);
+    this.inflight.add(1, t.target);
   }
 
   released(r: Released): void {
-    const target = { [ATTR.target]: r.targetId };
-    this.inflight.add(-1, target);
+    const t = this.target(r.targetId, r.strategy);
+    this.inflight.add(-1, t.target);
     const cached = r.info?.cachedTokens;
     if (typeof cached !== "number") return;
-    const attrs = { ...target, [ATTR.strategy]: r.strategy };
     const prompt = r.info?.promptTokens;
-    if (typeof prompt === "number") this.tokens.add(prompt, { ...attrs, [ATTR.tokenType]: "prompt" });
-    this.tokens.add(cached, { ...attrs, [ATTR.tokenType]: "cached" });
-    if (r.predictedCachedTokens !== undefined) this.tokens.add(r.predictedCachedTokens, { ...attrs, [ATTR.tokenType]: "predicted_cached" });
-    if (r.verdict !== undefined) this.predictions.add(1, { ...attrs, [ATTR.result]: r.verdict });
+    if (typeof prompt === "number") this.tokens.add(prompt, t.tokens.prompt);
+    this.tokens.add(cached, t.tokens.cached);
+    if (r.predictedCachedTokens !== undefined) this.tokens.add(r.predictedCachedTokens, t.tokens.predicted_cached);
+    if (r.verdict !== undefined) this.predictions.add(1, t.results[r.verdict]);
+  }
+
+  /** The attribute sets of a target, built once: the hot path allocates none. */
+  private target(id: string, strategy: string): TargetAttributes {
+    let t = this.targets.get(id);
+    if (t === undefined) {
+      t = new TargetAttributes(id, strategy);
+      this.targets.set(id, t);
+    }
+    return t;
   }
 
   ejected(targetId: string): void {
@@ -96,5 +114,36 @@ export class OtelTelemetry implements Telemetry {
 
   request(facts: RequestFacts): RequestTrace {
     return new OtelRequestTrace(this.api, this.tracer, this.options.propagator, this.requestMetrics, this.clock, facts);
+  }
+}
+
+/** One target's attribute sets. */
+class TargetAttributes {
+  readonly target: Api.Attributes;
+  readonly tokens: Readonly<Record<"prompt" | "cached" | "predicted_cached", Api.Attributes>>;
+  readonly results: Readonly<Record<"hit" | "miss", Api.Attributes>>;
+  private readonly kinds = new Map<PickKind, Api.Attributes>();
+
+  constructor(
+    private readonly id: string,
+    private readonly strategy: string,
+  ) {
+    this.target = { [ATTR.target]: id };
+    const withStrategy = { [ATTR.target]: id, [ATTR.strategy]: strategy };
+    this.tokens = {
+      prompt: { ...withStrategy, [ATTR.tokenType]: "prompt" },
+      cached: { ...withStrategy, [ATTR.tokenType]: "cached" },
+      predicted_cached: { ...withStrategy, [ATTR.tokenType]: "predicted_cached" },
+    };
+    this.results = { hit: { ...withStrategy, [ATTR.result]: "hit" }, miss: { ...withStrategy, [ATTR.result]: "miss" } };
+  }
+
+  kind(kind: PickKind): Api.Attributes {
+    let attributes = this.kinds.get(kind);
+    if (attributes === undefined) {
+      attributes = { [ATTR.target]: this.id, [ATTR.strategy]: this.strategy, [ATTR.kind]: kind };
+      this.kinds.set(kind, attributes);
+    }
+    return attributes;
   }
 }
