@@ -77,7 +77,8 @@ export interface LiveInstance {
   /**
    * Restarts the engine now: its prefix cache is emptied; requests in flight finish; the server
    * keeps listening on the same port (combine with `setFaults({ down: true })` for a restart that
-   * refuses connections for a while).
+   * refuses connections for a while). `POST /reset_prefix_cache` (vLLM's endpoint) does the same
+   * from outside.
    */
   restart(): void;
   /** Counters of this instance. */
@@ -306,6 +307,12 @@ class Instance implements LiveInstance, InstanceRuntime {
       if (this.received.length > TRACE_CONTEXTS_KEPT) this.received.shift();
     }
     try {
+      if (path === "/reset_prefix_cache" && req.method === "POST") {
+        // vLLM's endpoint of the same name: the cache emptied, as by a restart, from outside.
+        this.restart();
+        sendJson(res, 200, { status: "ok" }, { "x-prefix-router-instance": this.id });
+        return;
+      }
       if (handleOpenAI(this, req, res, path)) return;
       if (handleSageMaker(this, req, res, path)) return;
       sendJson(res, 404, { error: { message: `No route for ${req.method ?? "GET"} ${path}`, type: "NotFoundError", param: null, code: 404 } }, {

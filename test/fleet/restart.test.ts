@@ -37,7 +37,7 @@ describe("restarting a replica", () => {
     expect(fleet.engine("i0").restarts).toBe(1);
   });
 
-  it("LiveInstance.restart: same port, empty cache", async () => {
+  it("LiveInstance.restart and POST /reset_prefix_cache: same port, empty cache", async () => {
     const fleet = await startFleet({ instances: 1, timeScale: 0.002 });
     try {
       const client = new OpenAI({ baseURL: `${fleet.urls[0]}/v1`, apiKey: "x", maxRetries: 0 });
@@ -48,7 +48,12 @@ describe("restarting a replica", () => {
       expect(await ask("2")).toBeGreaterThan(1900);
       fleet.instance("i0").restart();
       expect(await ask("3")).toBe(0);
-      expect(fleet.instance("i0").engine.restarts).toBe(1);
+      expect(await ask("4")).toBeGreaterThan(1900);
+      // vLLM's endpoint, from outside.
+      const reset = await fetch(`${fleet.urls[0]}/reset_prefix_cache`, { method: "POST" });
+      expect([reset.status, await reset.json()]).toEqual([200, { status: "ok" }]);
+      expect(await ask("5")).toBe(0);
+      expect(fleet.instance("i0").engine.restarts).toBe(2);
     } finally {
       await fleet.stop();
     }
