@@ -22,7 +22,7 @@ export type RouterErrorCode =
   /** No target serves the requested model, or every target that does is draining (weight 0). */
   | "ERR_NO_ELIGIBLE_TARGET"
   /** An option needs an optional peer dependency that is not installed (the message names it and its install command). */
-  | "ERR_MISSING_PEER";
+  | "ERR_MISSING_PACKAGE";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

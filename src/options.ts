@@ -118,7 +118,7 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * OpenTelemetry metrics and spans (docs/observability.md), through `@opentelemetry/api`, an
    * optional peer dependency. By default the application's global providers, which record
    * nothing until it starts an SDK; nothing at all when the API is not installed. Pass providers
-   * to report elsewhere (then the API must be installed: `ERR_MISSING_PEER` otherwise), or
+   * to report elsewhere (then the API must be installed: `ERR_MISSING_PACKAGE` otherwise), or
    * `false` to never load it.
    * @default {} — the global providers, if `@opentelemetry/api` is installed
    */

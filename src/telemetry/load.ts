@@ -41,7 +41,7 @@ export async function loadTelemetry(config: TelemetryConfig, clock: Clock): Prom
   } catch (cause) {
     if (config === undefined) return NOOP_TELEMETRY;
     throw new RouterError(
-      "ERR_MISSING_PEER",
+      "ERR_MISSING_PACKAGE",
       "The `telemetry` option needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
       { cause },
     );

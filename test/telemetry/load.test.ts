@@ -12,7 +12,7 @@ afterEach(() => {
 });
 
 describe("telemetry without @opentelemetry/api", () => {
-  it("is a no-op by default, and ERR_MISSING_PEER when providers are given", async () => {
+  it("is a no-op by default, and ERR_MISSING_PACKAGE when providers are given", async () => {
     vi.resetModules();
     vi.doMock("@opentelemetry/api", () => {
       throw new Error("Cannot find package '@opentelemetry/api'");
@@ -22,7 +22,7 @@ describe("telemetry without @opentelemetry/api", () => {
     router.route({}).release();
     expect(router.stats().totals.routed).toBe(1);
     const error = await createRouter({ targets: [{ id: "a" }], telemetry: {} }).catch((e: unknown) => e);
-    expect(isRouterError(error) && error.code).toBe("ERR_MISSING_PEER");
+    expect(isRouterError(error) && error.code).toBe("ERR_MISSING_PACKAGE");
     expect((error as Error).message).toBe(
       "The `telemetry` option needs the optional peer dependency @opentelemetry/api: npm install @opentelemetry/api",
     );
