@@ -10,11 +10,18 @@ export type { RoutingInputOptions, RoutingMode } from "./routing-input.js";
 export { validateTenant } from "./routing-key.js";
 export { DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_EJECTION, DEFAULT_MODE, DEFAULT_PREFIX_LENGTH, DEFAULT_STRATEGY, STRATEGIES } from "./options.js";
 export { createRouter } from "./router.js";
+export { mergeLatency, mergeStats } from "./stats-merge.js";
+export { silentLogger } from "./logger.js";
+export type { Logger } from "./logger.js";
+export { DEFAULT_CLOSED_LOOP } from "./strategies/closed-loop.js";
+export type { ClosedLoopOptions } from "./strategies/closed-loop.js";
+export type { MeterProviderLike, TelemetryOptions, TextMapPropagatorLike, TracerProviderLike } from "./telemetry/telemetry.js";
 export type {
   Clock,
   Decision,
   Lease,
   LeaseOutcome,
+  LeaseRecord,
   PickKind,
   PreparedRequest,
   Ranking,

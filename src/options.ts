@@ -4,7 +4,11 @@
  */
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
 import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing-input.js";
+import { type Logger, checkLogger } from "./logger.js";
+import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
+import type { TelemetryOptions } from "./telemetry/telemetry.js";
 import type { EjectionPolicy } from "./target-state.js";
+import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./strategies/closed-loop.js";
 import {
   type LongestPrefixConfig,
   type LongestPrefixOptions,
@@ -96,6 +100,29 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
    */
   longestPrefix?: LongestPrefixOptions;
+  /**
+   * Where the router reports ejections, spill storms, stale cache predictions and settings that
+   * do nothing: `console`, a pino logger, anything with `debug`/`info`/`warn`/`error`.
+   * @default silent
+   */
+  logger?: Logger;
+  /**
+   * The closed loop (docs/observability.md): a target whose responses report far fewer cached
+   * tokens than its strategy predicted, `misses` times in a row, is forgotten by the strategy
+   * (`longest-prefix` clears its index entries, so its traffic re-spreads at once). `false` turns
+   * it off (predictions are still made and reported).
+   * @default { misses: 3, ratio: 0.5 }
+   */
+  closedLoop?: ClosedLoopOptions | false;
+  /**
+   * OpenTelemetry metrics and spans (docs/observability.md), through `@opentelemetry/api`, an
+   * optional peer dependency. By default the application's global providers, which record
+   * nothing until it starts an SDK; nothing at all when the API is not installed. Pass providers
+   * to report elsewhere (then the API must be installed: `ERR_MISSING_PEER` otherwise), or
+   * `false` to never load it.
+   * @default {} — the global providers, if `@opentelemetry/api` is installed
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 export const DEFAULT_MODE: RoutingMode = "text";
@@ -120,6 +147,9 @@ export interface Config<T extends TargetSpec> {
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
   longestPrefix: LongestPrefixConfig;
+  logger: Logger;
+  closedLoop: ClosedLoopConfig;
+  telemetry: TelemetryConfig;
 }
 
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
@@ -179,6 +209,9 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
+    logger: checkLogger(o.logger),
+    closedLoop: resolveClosedLoop(o.closedLoop),
+    telemetry: checkTelemetry(o.telemetry),
   };
 }
 

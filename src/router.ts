@@ -10,18 +10,22 @@
 import { checkRouteOptions } from "./call-checks.js";
 import { parseJson } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
+import { hexKey } from "./internal/hex.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "./options.js";
 import { type InputKind, needsRawPrefix, rawPrefixBody } from "./raw-prefix.js";
+import { RouterEvents } from "./router-events.js";
 import { KeyHasher, loadHasher, validateTenant } from "./routing-key.js";
 import { type RoutingMode, bytesPrefix, textPrefix } from "./routing-input.js";
 import { DecisionView, Snapshot } from "./snapshot.js";
 import { KIND_COUNTER, buildStats } from "./stats.js";
+import { DEFAULT_CLOSED_LOOP, type PredictionVerdict, judgePrediction } from "./strategies/closed-loop.js";
 import { type BuiltInEnv, createStrategy } from "./strategies/index.js";
-import { PrefixAware } from "./strategies/prefix-aware.js";
+import { PrefixAware, type PrefixKey } from "./strategies/prefix-aware.js";
 import type { RoutingStrategy, StrategyRequest, StrategySpec } from "./strategies/strategy.js";
 import { TargetState } from "./target-state.js";
+import { TELEMETRY, loadTelemetry } from "./telemetry/load.js";
 import type {
   Lease,
   LeaseOutcome,
@@ -47,9 +51,11 @@ import type {
  */
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
   const config = validateOptions(options);
-  const api = await loadHasher();
+  const [api, telemetry] = await Promise.all([loadHasher(), loadTelemetry(config.telemetry, config.clock)]);
   const hasher = new KeyHasher(api, config.seed);
   const { mode, prefixLength } = config;
+  // The strategy reports forgotten targets to the router, which exists once the strategy does.
+  let router: PrefixRouter<T> | undefined;
   const env: BuiltInEnv = {
     mode,
     prefixLength,
@@ -59,13 +65,22 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     random: config.random,
     xxhash: api,
     longestPrefix: config.longestPrefix,
-    routingKey(request: StrategyRequest): bigint | undefined {
+    closedLoop: config.closedLoop,
+    routingPrefix(request: StrategyRequest): PrefixKey | undefined {
       const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength);
-      return prefix.length === 0 ? undefined : hasher.key(mode, request.tenant, request.model, prefix);
+      return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length };
     },
+    routingKey: (request: StrategyRequest) => env.routingPrefix(request)?.key,
+    forgot: (id: string, entries: number) => router?.forgot(id, entries),
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
   };
-  return new PrefixRouter<T>(config, hasher, createStrategy(config.strategy, env), new PrefixAware(env));
+  const strategy = createStrategy(config.strategy, env);
+  const events = new RouterEvents(config.logger, telemetry, strategy.name);
+  if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
+    events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
+  }
+  router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events);
+  return router;
 }
 
 /** A request read once: what strategies see, and the strategy's routing input. */
@@ -82,7 +97,7 @@ class Prepared<T extends TargetSpec> implements PreparedRequest, StrategyRequest
   /** The strategy's routing input, once read. */
   input: unknown;
   /** The default ranking's key (strategies without `rank`), once computed. */
-  rankingKey: bigint | undefined;
+  rankingKey: PrefixKey | undefined;
 
   eligibleCount(): number {
     return this.router.eligibleCount(this.model);
@@ -106,8 +121,10 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     private readonly impl: RoutingStrategy<T>,
     /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
     private readonly rendezvous: PrefixAware,
+    private readonly events: RouterEvents,
   ) {
     this.strategy = impl.name;
+    Object.defineProperty(this, TELEMETRY, { value: events.telemetry });
     this.mode = config.mode;
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
@@ -144,6 +161,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     });
     this.snapshot = new Snapshot(list, states, (id) => this.hasher.targetHash(id));
     this.impl.setTargets?.(list);
+    this.events.targetsSet(list, this.impl.read !== undefined);
   }
 
   prepare(request: RouteRequest): PreparedRequest {
@@ -161,9 +179,9 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const pick = this.impl.pick(view, input);
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
-    const key = pick.key;
+    const { key, predictedCachedTokens } = pick;
     this.config.onDecision?.({
-      key,
+      key: hexKey(key),
       target,
       rank: pick.rank,
       kind: pick.kind,
@@ -173,12 +191,14 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       attempt,
       atMs: now,
       input: prepared.inputKind,
+      predictedCachedTokens,
     });
     const commitment = this.impl.commit?.(view, pick, input);
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, commitment, prepared.inputKind);
+    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.fullTargetIds);
+    return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment, prepared.inputKind);
   }
 
   /** The pick the caller named: no strategy, no commitment; see {@link RouteOptions.target}. */
@@ -207,11 +227,13 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       attempt,
       atMs: now,
       input: prepared.inputKind,
+      predictedCachedTokens: undefined,
     });
     state.inflight++;
     state.routed++;
     state.affinity++;
-    return new RouterLease(this, target, state, "affinity", 0, undefined, attempt, now, undefined, prepared.inputKind);
+    this.events.picked(target.id, "affinity", this.config.clock.now() - now, this.fullTargetIds);
+    return new RouterLease(this, target, state, "affinity", 0, prepared.model, undefined, attempt, now, undefined, undefined, prepared.inputKind);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
@@ -225,7 +247,18 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       prepared.rankingKey ??= this.readInput(prepared, (p) => this.rendezvous.read(p));
       ranking = this.rendezvous.rank(view, prepared.rankingKey);
     }
-    return { key: ranking.key, targets: ranking.order.map((i) => snap.targets[i] as T) };
+    return { key: hexKey(ranking.key), targets: ranking.order.map((i) => snap.targets[i] as T) };
+  }
+
+  /** Ids of the targets at the concurrency threshold (for the spill-storm log line); made once, called rarely. */
+  private readonly fullTargetIds = (): string[] =>
+    this.snapshot.states.filter((s) => s.inflight >= this.concurrencyThreshold).map((s) => s.id);
+
+  /** @internal The strategy forgot what it believed target `id` caches (closed loop). */
+  forgot(id: string, entries: number): void {
+    const state = this.statesById.get(id);
+    if (state !== undefined) state.indexResets++;
+    this.events.forgot(id, entries, this.config.closedLoop?.misses ?? 0);
   }
 
   /** @internal Eligible targets for `model` now (0 when none). */
@@ -296,18 +329,29 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void {
     state.inflight--;
     const now = this.config.clock.now();
-    state.recordDuration(now - lease.startMs);
+    const durationMs = now - lease.startMs;
+    state.recordDuration(durationMs);
     // A client error is decided by the request, not by the target's health: it neither ejects a
     // target nor keeps a failing one in rotation (docs/security.md#failure-accounting).
     if (outcome === "connect-error" || outcome === "server-error") {
-      state.fail(now, this.config.ejection);
+      const failures = state.consecutiveFailures + 1;
+      const ejectedFor = state.fail(now, this.config.ejection);
+      if (ejectedFor > 0) this.events.ejected(state.id, ejectedFor, failures);
     } else if (outcome === "success") {
       state.succeed();
     }
-    if (info !== undefined) {
-      if (typeof info.promptTokens === "number" && info.promptTokens >= 0) state.promptTokens += info.promptTokens;
-      if (typeof info.cachedTokens === "number" && info.cachedTokens >= 0) state.cachedTokens += info.cachedTokens;
+    const predicted = lease.predictedCachedTokens;
+    let verdict: PredictionVerdict;
+    if (typeof info?.promptTokens === "number" && info.promptTokens >= 0) state.promptTokens += info.promptTokens;
+    if (info !== undefined && typeof info.cachedTokens === "number" && info.cachedTokens >= 0) {
+      state.cachedTokens += info.cachedTokens;
+      if (predicted !== undefined) state.predictedCachedTokens += predicted;
+      verdict = judgePrediction(predicted, outcome, info, this.config.closedLoop?.ratio ?? DEFAULT_RATIO);
+      if (verdict !== undefined) state.predictions++;
+      if (verdict === "miss") state.predictionMisses++;
     }
+    const { kind, model, ttftMs } = lease;
+    this.events.released({ targetId: state.id, strategy: this.strategy, kind, outcome, model, durationMs, ttftMs, info, predictedCachedTokens: predicted, verdict });
     if (!state.active && state.inflight === 0 && this.statesById.get(state.id) === state) this.statesById.delete(state.id);
   }
 
@@ -320,3 +364,6 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     return buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.());
   }
 }
+
+/** The miss ratio stats use with the closed loop off. */
+const DEFAULT_RATIO = DEFAULT_CLOSED_LOOP.ratio;

@@ -1,8 +1,8 @@
 /**
  * The router's counters as a plain snapshot: per target, and summed over the fleet (rates over the
- * fleet, TTFT from the merged histograms).
+ * fleet, latencies from the merged histograms).
  */
-import { type LatencySummary, type TargetState, newHistogram, summarize } from "./target-state.js";
+import { type MergedLatency, type TargetState, summarize } from "./target-state.js";
 import type { StrategyStats } from "./strategies/strategy.js";
 import type { PickKind, RouterStats, TargetStats } from "./types.js";
 
@@ -16,68 +16,62 @@ export const KIND_COUNTER = {
   affinity: "affinity",
 } as const satisfies Record<PickKind, keyof TargetState>;
 
+/** Counters that add up over targets (and over processes). */
+export const SUMMED = [
+  "inflight",
+  "routed",
+  "preferred",
+  "spillover",
+  "fallback",
+  "random",
+  "leastOutstanding",
+  "affinity",
+  "failures",
+  "promptTokens",
+  "cachedTokens",
+  "predictedCachedTokens",
+  "predictions",
+  "predictionMisses",
+  "indexResets",
+] as const satisfies readonly (keyof TargetStats & keyof TargetState & keyof RouterStats["totals"])[];
+
+/** Totals with every summed counter at 0 and no latencies. */
+export function emptyTotals(): RouterStats["totals"] {
+  const totals = { spilloverRate: 0, ttftMs: null, durationMs: null, cachedTokenRatio: null } as RouterStats["totals"];
+  for (const k of SUMMED) totals[k] = 0;
+  return totals;
+}
+
+/** Fills the rates of `s` (a target's or the fleet's counters) from its counters. */
+export function deriveRates(s: Pick<TargetStats, "routed" | "spillover" | "fallback" | "promptTokens" | "cachedTokens" | "spilloverRate" | "cachedTokenRatio">): void {
+  s.spilloverRate = s.routed === 0 ? 0 : (s.spillover + s.fallback) / s.routed;
+  s.cachedTokenRatio = s.promptTokens === 0 ? null : s.cachedTokens / s.promptTokens;
+}
+
 /** Builds {@link RouterStats} from every state (current targets and removed ones still in use). */
 export function buildStats(states: readonly TargetState[], now: number, strategy: StrategyStats | undefined): RouterStats {
-  const totals: RouterStats["totals"] = {
-    inflight: 0,
-    routed: 0,
-    preferred: 0,
-    spillover: 0,
-    fallback: 0,
-    random: 0,
-    leastOutstanding: 0,
-    affinity: 0,
-    spilloverRate: 0,
-    failures: 0,
-    ttftMs: null as LatencySummary | null,
-    cachedTokenRatio: null as number | null,
-  };
-  let promptTokens = 0;
-  let cachedTokens = 0;
-  const merged: { ttft?: ReturnType<typeof newHistogram> } = {};
+  const totals = emptyTotals();
+  const merged: MergedLatency = {};
   for (const s of states) {
-    totals.inflight += s.inflight;
-    totals.routed += s.routed;
-    totals.preferred += s.preferred;
-    totals.spillover += s.spillover;
-    totals.fallback += s.fallback;
-    totals.random += s.random;
-    totals.leastOutstanding += s.leastOutstanding;
-    totals.affinity += s.affinity;
-    totals.failures += s.failures;
-    promptTokens += s.promptTokens;
-    cachedTokens += s.cachedTokens;
+    for (const k of SUMMED) totals[k] += s[k];
     s.mergeInto(merged);
   }
-  totals.spilloverRate = totals.routed === 0 ? 0 : (totals.spillover + totals.fallback) / totals.routed;
+  deriveRates(totals);
   totals.ttftMs = summarize(merged.ttft);
-  totals.cachedTokenRatio = promptTokens === 0 ? null : cachedTokens / promptTokens;
+  totals.durationMs = summarize(merged.duration);
   const targets = states.map((s) => targetStats(s, now, totals.routed));
   return strategy?.prefixIndex === undefined ? { targets, totals } : { targets, totals, prefixIndex: strategy.prefixIndex };
 }
 
 function targetStats(s: TargetState, now: number, routed: number): TargetStats {
   const ejected = s.isEjected(now);
-  return {
-    id: s.id,
-    active: s.active,
-    inflight: s.inflight,
-    routed: s.routed,
-    preferred: s.preferred,
-    spillover: s.spillover,
-    fallback: s.fallback,
-    random: s.random,
-    leastOutstanding: s.leastOutstanding,
-    affinity: s.affinity,
-    share: routed === 0 ? 0 : s.routed / routed,
-    spilloverRate: s.routed === 0 ? 0 : (s.spillover + s.fallback) / s.routed,
-    failures: s.failures,
-    ejected,
-    ejectedUntilMs: ejected ? s.ejectedUntilMs : null,
-    ttftMs: s.ttftSummary(),
-    durationMs: s.durationSummary(),
-    promptTokens: s.promptTokens,
-    cachedTokens: s.cachedTokens,
-    cachedTokenRatio: s.promptTokens === 0 ? null : s.cachedTokens / s.promptTokens,
-  };
+  const out = { id: s.id, active: s.active } as TargetStats;
+  for (const k of SUMMED) out[k] = s[k];
+  out.share = routed === 0 ? 0 : s.routed / routed;
+  deriveRates(out);
+  out.ejected = ejected;
+  out.ejectedUntilMs = ejected ? s.ejectedUntilMs : null;
+  out.ttftMs = s.ttftSummary();
+  out.durationMs = s.durationSummary();
+  return out;
 }

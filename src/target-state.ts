@@ -3,7 +3,7 @@
  * histograms. One object per target id; it outlives the target's removal while leases on it are
  * still open, so a late `release()` always lands on the object it incremented.
  */
-import { build, type Histogram } from "hdr-histogram-js";
+import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 
 /** Consecutive failures, ejection and backoff (Envoy's outlier-detection model, simplified). */
 export interface EjectionPolicy {
@@ -12,13 +12,22 @@ export interface EjectionPolicy {
   maxEjectionMs: number;
 }
 
-/** Latency percentiles in milliseconds. */
+/**
+ * Latency percentiles in milliseconds, and the histogram they come from. Percentiles are within
+ * 1% of the exact value and never above `max`, which is exact.
+ */
 export interface LatencySummary {
   count: number;
   p50: number;
   p90: number;
   p99: number;
   max: number;
+  /**
+   * The samples as an HDR histogram in microseconds (2 significant digits), in HdrHistogram's
+   * compressed base64 form (readable by the Java, Go, Python and JavaScript HdrHistogram
+   * libraries). Histograms of several processes add up: {@link mergeStats} does it.
+   */
+  histogram: string;
 }
 
 /** @internal */
@@ -38,6 +47,13 @@ export class TargetState {
   ejectedUntilMs = Number.NEGATIVE_INFINITY;
   promptTokens = 0;
   cachedTokens = 0;
+  /** Σ predicted cached tokens of the responses that reported usage (against `cachedTokens`). */
+  predictedCachedTokens = 0;
+  /** Responses that tested a prediction, and those that missed it (closed-loop.ts). */
+  predictions = 0;
+  predictionMisses = 0;
+  /** Times the strategy forgot what it believed the target caches. */
+  indexResets = 0;
   /** True while the id is in the current target set. */
   active = true;
   private ttft: Histogram | undefined;
@@ -49,19 +65,24 @@ export class TargetState {
     return this.ejectedUntilMs > nowMs;
   }
 
-  /** Records a failure that says the target is unhealthy; ejects it when the policy says so. */
-  fail(nowMs: number, policy: EjectionPolicy | undefined): void {
+  /**
+   * Records a failure that says the target is unhealthy; ejects it when the policy says so.
+   * Returns the ejection's length in ms when this failure ejected the target, else 0.
+   */
+  fail(nowMs: number, policy: EjectionPolicy | undefined): number {
     this.failures++;
     this.consecutiveFailures++;
     // Failures of requests sent before the ejection began do not extend it.
-    if (policy === undefined || this.isEjected(nowMs)) return;
+    if (policy === undefined || this.isEjected(nowMs)) return 0;
     // After an ejection has run out, one more failure before any success re-ejects at once.
     if (this.consecutiveFailures >= policy.consecutiveFailures || this.ejections > 0) {
       this.ejections++;
       const backoff = Math.min(policy.baseEjectionMs * 2 ** (this.ejections - 1), policy.maxEjectionMs);
       this.ejectedUntilMs = nowMs + backoff;
       this.consecutiveFailures = 0;
+      return backoff;
     }
+    return 0;
   }
 
   succeed(): void {
@@ -88,11 +109,24 @@ export class TargetState {
   }
 
   /** @internal Adds this target's histograms into `into` (for fleet totals). */
-  mergeInto(into: { ttft?: Histogram }): void {
-    if (this.ttft === undefined) return;
-    into.ttft ??= newHistogram();
-    into.ttft.add(this.ttft);
+  mergeInto(into: MergedLatency): void {
+    into.ttft = addInto(into.ttft, this.ttft);
+    into.duration = addInto(into.duration, this.duration);
   }
+}
+
+/** Histograms summed over several targets. */
+export interface MergedLatency {
+  ttft?: Histogram | undefined;
+  duration?: Histogram | undefined;
+}
+
+/** `into` plus `h` (a new histogram when `into` is undefined); `into` when `h` is undefined. */
+export function addInto(into: Histogram | undefined, h: Histogram | undefined): Histogram | undefined {
+  if (h === undefined) return into;
+  const sum = into ?? newHistogram();
+  sum.add(h);
+  return sum;
 }
 
 /** Microsecond resolution, 2 significant digits (≤1% error), auto-resizing: bounded memory. */
@@ -104,13 +138,20 @@ function toMicros(ms: number): number {
   return Math.max(0, Math.round(ms * 1000));
 }
 
-export function summarize(h: Histogram | undefined): LatencySummary | null {
+/**
+ * The summary of `h`. `maxMicros` is the exact maximum (an HDR histogram reports a value's bucket,
+ * up to 1% above it; a decoded one reports even its maximum that way). Percentiles are capped at
+ * it: a bucket's upper end is no sample's value.
+ */
+export function summarize(h: Histogram | undefined, maxMicros: number = h?.maxValue ?? 0): LatencySummary | null {
   if (h === undefined || h.totalCount === 0) return null;
+  const at = (p: number) => Math.min(h.getValueAtPercentile(p), maxMicros) / 1000;
   return {
     count: h.totalCount,
-    p50: h.getValueAtPercentile(50) / 1000,
-    p90: h.getValueAtPercentile(90) / 1000,
-    p99: h.getValueAtPercentile(99) / 1000,
-    max: h.maxValue / 1000,
+    p50: at(50),
+    p90: at(90),
+    p99: at(99),
+    max: maxMicros / 1000,
+    histogram: encodeIntoCompressedBase64(h),
   };
 }

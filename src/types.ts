@@ -81,10 +81,13 @@ export interface ReleaseInfo {
   cachedTokens?: number;
 }
 
-/** A routing decision, as passed to `onDecision`. */
+/** A routing decision, as passed to `onDecision`. JSON-safe when your target objects are. */
 export interface Decision<T extends TargetSpec = TargetSpec> {
-  /** The routing key; `undefined` when the request has no prefix or the strategy reads none. */
-  key: bigint | undefined;
+  /**
+   * The routing key as 16 lowercase hex digits (a 64-bit value); `undefined` when the request has
+   * no prefix or the strategy reads none.
+   */
+  key: string | undefined;
   target: T;
   /** Position of the target in the key's ranking (0 = first choice); for load-based picks, 0. */
   rank: number;
@@ -101,6 +104,11 @@ export interface Decision<T extends TargetSpec = TargetSpec> {
    * prefix instead (docs/prefix-aware.md#the-raw-prefix-fallback).
    */
   input: InputKind;
+  /**
+   * Prompt tokens the strategy expects the target to serve from its prefix cache (see
+   * docs/observability.md, "Predicted cached tokens"); `undefined` when it makes no prediction.
+   */
+  predictedCachedTokens: number | undefined;
 }
 
 /**
@@ -110,10 +118,13 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
   readonly target: T;
   readonly kind: PickKind;
   readonly rank: number;
-  readonly key: bigint | undefined;
+  /** The routing key as 16 lowercase hex digits; `undefined` when the request has none. */
+  readonly key: string | undefined;
   readonly attempt: number;
   /** How the routing input was read (see {@link Decision.input}). */
   readonly input: InputKind;
+  /** Prompt tokens the strategy expects the target to serve from its prefix cache; `undefined`: no prediction. */
+  readonly predictedCachedTokens: number | undefined;
   /** True once released. */
   readonly released: boolean;
   /**
@@ -129,7 +140,15 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
    * throw a TypeError or RangeError and release nothing.
    */
   release(outcome?: LeaseOutcome, info?: ReleaseInfo): void;
+  /** The public fields as a plain object, so that `JSON.stringify(lease)` works. */
+  toJSON(): LeaseRecord<T>;
 }
+
+/** A lease's public fields, as {@link Lease.toJSON} returns them. */
+export type LeaseRecord<T extends TargetSpec = TargetSpec> = Pick<
+  Lease<T>,
+  "target" | "kind" | "rank" | "key" | "attempt" | "predictedCachedTokens" | "input" | "released"
+>;
 
 /** Per-target counters in {@link RouterStats}. */
 export interface TargetStats {
@@ -157,16 +176,32 @@ export interface TargetStats {
   ttftMs: LatencySummary | null;
   /** Lease duration, ms; `null` before any sample. */
   durationMs: LatencySummary | null;
+  /** Σ prompt tokens the server reported (responses that reported cached tokens too). */
   promptTokens: number;
+  /** Σ prompt tokens the server served from its prefix cache. */
   cachedTokens: number;
   /** cachedTokens / promptTokens; `null` when no server reported tokens. */
   cachedTokenRatio: number | null;
+  /**
+   * Σ cached tokens the strategy predicted for the same responses (`Lease.predictedCachedTokens`),
+   * to compare with `cachedTokens` (docs/observability.md, "Closed loop").
+   */
+  predictedCachedTokens: number;
+  /** Responses that tested a prediction (it predicted at least 256 tokens cached and the server reported usage). */
+  predictions: number;
+  /** Of those, the ones where the server served under `closedLoop.ratio` of the prediction. */
+  predictionMisses: number;
+  /** Times the strategy forgot what it believed this target caches after `closedLoop.misses` misses in a row. */
+  indexResets: number;
 }
 
-/** A plain snapshot of the router's counters. */
+/**
+ * A plain snapshot of the router's counters: JSON-safe, and mergeable over several processes
+ * with `mergeStats` (its latency summaries carry their histograms).
+ */
 export interface RouterStats {
   targets: TargetStats[];
-  /** The same counters summed over every target (rates over the fleet, TTFT from the merged histograms). */
+  /** The same counters summed over every target (rates over the fleet, latencies from the merged histograms). */
   totals: Pick<
     TargetStats,
     | "inflight"
@@ -180,7 +215,14 @@ export interface RouterStats {
     | "spilloverRate"
     | "failures"
     | "ttftMs"
+    | "durationMs"
+    | "promptTokens"
+    | "cachedTokens"
     | "cachedTokenRatio"
+    | "predictedCachedTokens"
+    | "predictions"
+    | "predictionMisses"
+    | "indexResets"
   >;
   /** The `longest-prefix` strategy's block index; present only with that strategy. */
   prefixIndex?: PrefixIndexStats;
@@ -188,7 +230,8 @@ export interface RouterStats {
 
 /** The key's ranking of eligible targets, as {@link Router.rank} returns it. */
 export interface Ranking<T extends TargetSpec = TargetSpec> {
-  key: bigint | undefined;
+  /** The routing key as 16 lowercase hex digits; `undefined` when the request has none. */
+  key: string | undefined;
   /** Eligible targets, best first (for a request without prefix, in target order). */
   targets: T[];
 }

@@ -664,8 +664,9 @@ describe("stats and onDecision", () => {
       attempt: 1,
       atMs: 42,
       input: "canonical",
+      predictedCachedTokens: 0,
     });
-    expect(typeof first.key).toBe("bigint");
+    expect(first.key).toMatch(/^[0-9a-f]{16}$/);
     const second = router.route({ body, tenant: "acme", model: "m" }, { attempt: 3 });
     expect(decisions).toHaveLength(2);
     expect(decisions[1]).toMatchObject({ key: second.key, target: abc[1], rank: 1, kind: "spillover", attempt: 3 });
@@ -673,6 +674,33 @@ describe("stats and onDecision", () => {
     expect(decisions[2]).toMatchObject({ key: undefined, target: abc[2], kind: "least-outstanding", rank: 0 });
     router.rank({ body });
     expect(decisions).toHaveLength(3);
+  });
+
+  it("decisions, leases, rankings and stats are JSON-safe: stringify, parse, same record", async () => {
+    const clock = new FakeClock();
+    const decisions: Decision[] = [];
+    const router = await createRouter({ targets: abc, clock, onDecision: (d) => decisions.push(d) });
+    const lease = router.route({ body: ask("hello"), tenant: "acme" });
+    clock.t = 12.5;
+    lease.firstByte();
+    const ranking = router.rank({ body: ask("hello"), tenant: "acme" });
+    expect(JSON.parse(JSON.stringify(decisions[0]))).toEqual(decisions[0]);
+    expect(JSON.parse(JSON.stringify(ranking))).toEqual(ranking);
+    expect(JSON.parse(JSON.stringify(lease))).toEqual({
+      target: lease.target,
+      kind: "preferred",
+      rank: 0,
+      key: ranking.key,
+      attempt: 1,
+      predictedCachedTokens: 0,
+      input: "canonical",
+      released: false,
+    });
+    lease.release("success", { promptTokens: 100, cachedTokens: 40 });
+    const stats = router.stats();
+    expect(JSON.parse(JSON.stringify(stats))).toEqual(stats);
+    expect(stats.totals.ttftMs).toMatchObject({ count: 1, p50: 12.5, max: 12.5 });
+    expect(stats.totals.ttftMs?.histogram).toMatch(/^[A-Za-z0-9+/=]+$/);
   });
 
   it("if onDecision throws, the error reaches the caller and nothing is counted", async () => {

@@ -41,7 +41,7 @@ describe("public API types", () => {
     expectTypeOf(lease.target).toEqualTypeOf<Replica>();
     expectTypeOf(lease.target.zone).toEqualTypeOf<"a" | "b">();
     expectTypeOf(lease.kind).toEqualTypeOf<PickKind>();
-    expectTypeOf(lease.key).toEqualTypeOf<bigint | undefined>();
+    expectTypeOf(lease.key).toEqualTypeOf<string | undefined>();
     expectTypeOf(lease.release).parameters.toMatchTypeOf<[("success" | "cancelled" | "client-error" | "server-error" | "connect-error")?, { promptTokens?: number; cachedTokens?: number }?]>();
     expectTypeOf(router.rank({})).toEqualTypeOf<Ranking<Replica>>();
     expectTypeOf(router.rank({}).targets).toEqualTypeOf<Replica[]>();

@@ -6,7 +6,12 @@
  * `ServiceUnavailable`, …). Each failed attempt releases its lease with an outcome that feeds
  * passive ejection; the next attempt excludes every target already tried, so it lands on the
  * key's next choice that has room.
+ *
+ * Each request is one trace (telemetry/request-trace.ts): a span from the first attempt to the
+ * end of the response, with the trace context `send` writes into each attempt's request.
  */
+import { telemetryOf } from "../telemetry/load.js";
+import type { RequestFacts } from "../telemetry/telemetry.js";
 import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../types.js";
 
 /** How one failed attempt is judged. */
@@ -17,32 +22,45 @@ export interface AttemptFailure {
   outcome: LeaseOutcome;
 }
 
+/** What an adapter says of a request for its trace (the router adds its strategy). */
+export type AttemptFacts = Omit<RequestFacts, "strategy">;
+
 /**
- * Runs `send` on up to `maxAttempts` targets. `send` owns the lease on success (it releases it
- * when the response has been consumed); on a thrown error the lease is released here. With
- * `target`, every attempt goes to that target (`route(…, { target })`: response affinity).
+ * Runs `send` on up to `maxAttempts` targets, with the trace-context headers to put on the
+ * attempt's request. `send` owns the lease on success (it releases it when the response has
+ * been consumed); on a thrown error the lease is released here. With `target`, every attempt
+ * goes to that target (`route(…, { target })`: response affinity).
  */
 export async function withAttempts<T extends TargetSpec, R>(
   router: Router<T>,
   request: RouteRequest,
   maxAttempts: number,
-  send: (lease: Lease<T>) => Promise<R>,
+  send: (lease: Lease<T>, traceHeaders: Record<string, string>) => Promise<R>,
   judge: (error: unknown) => AttemptFailure,
+  facts: AttemptFacts,
   target?: string,
 ): Promise<R> {
   const tried = new Set<string>();
   // Read once: every attempt routes the same prepared request (no second parse or hash).
   const prepared = router.prepare(request);
+  const trace = telemetryOf(router).request({ ...facts, strategy: router.strategy });
   for (let attempt = 1; ; attempt++) {
-    const lease = router.route(prepared, target === undefined ? { exclude: tried, attempt } : { attempt, target });
+    let lease: Lease<T>;
     try {
-      return await send(lease);
+      lease = trace.attempt(router.route(prepared, target === undefined ? { exclude: tried, attempt } : { attempt, target }));
+    } catch (error) {
+      trace.failed(undefined, "cancelled", error, true);
+      throw error;
+    }
+    try {
+      return await trace.run(() => send(lease, trace.headers()));
     } catch (error) {
       const verdict = judge(error);
-      lease.release(verdict.outcome);
       tried.add(lease.target.id);
       // The last attempt's own error reaches the caller: it says what went wrong.
-      if (!verdict.retry || attempt >= maxAttempts || tried.size >= prepared.eligibleCount()) throw error;
+      const final = !verdict.retry || attempt >= maxAttempts || tried.size >= prepared.eligibleCount();
+      trace.failed(lease, verdict.outcome, error, final);
+      if (final) throw error;
     }
   }
 }

@@ -25,7 +25,7 @@ export function checkTargetFields<T extends TargetSpec>(targets: unknown, check:
  * the router's own: a target set an adapter could not send to never gets installed.
  */
 export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (targets: unknown) => void): Router<T> {
-  return Object.freeze({
+  const checked = {
     strategy: core.strategy,
     mode: core.mode,
     prefixLength: core.prefixLength,
@@ -39,5 +39,10 @@ export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (
       validate(targets);
       core.setTargets(targets);
     },
-  });
+  };
+  // What the router carries under symbols (its telemetry) goes along.
+  for (const symbol of Object.getOwnPropertySymbols(core)) {
+    (checked as Record<symbol, unknown>)[symbol] = (core as unknown as Record<symbol, unknown>)[symbol];
+  }
+  return Object.freeze(checked);
 }

@@ -44,6 +44,9 @@ Options:
   --routers LIST         independent router processes, each request through a random one
                          (application replicas that each embed the router; default: 1)
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
+  --restart-at T:I[:D]   restart instance I at time T, its cache emptied, down for D first
+                         (repeatable), e.g. 10m:i3 or 10m:i3:1m; each strategy also runs
+                         without restarts, to measure the recovery
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
   -q, --quiet            no progress bar
@@ -90,6 +93,7 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.seeds && { seeds: args.seeds }),
       ...(args.routers && { routers: args.routers }),
       scaleEvents: args.scaleEvents,
+      restarts: args.restarts,
       ...(progress && { onProgress: progress.update }),
     };
     const started = performance.now();

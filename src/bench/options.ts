@@ -5,6 +5,7 @@
  */
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { BenchError } from "./errors.js";
+import type { RestartEvent } from "./restarts.js";
 import type { ScaleEvent } from "./simulate.js";
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -54,6 +55,18 @@ export function parseScaleEvent(text: string): ScaleEvent {
     throw new BenchError("ERR_BENCH_OPTION", `Expected \`--scale-at\` like 30m:+1 or 45m:-2, got "${text}"`);
   }
   return { atMs: parseDuration(m[1]!, "--scale-at"), delta: Number(m[2]) };
+}
+
+/**
+ * Parses a restart `<duration>:<instance>[:<downtime>]`, the instance as an id (`i3`) or an index (`3`).
+ * @example parseRestartEvent("10m:i3:1m") // { atMs: 600_000, instance: "i3", downMs: 60_000 }
+ */
+export function parseRestartEvent(text: string): RestartEvent {
+  const m = /^([^:]+):i?(\d+)(?::([^:]+))?$/.exec(text.trim());
+  if (m === null) throw new BenchError("ERR_BENCH_OPTION", `Expected \`--restart-at\` like 10m:i3 or 10m:i3:1m (down for a minute), got "${text}"`);
+  const atMs = parseDuration(m[1]!, "--restart-at");
+  const instance = `i${Number(m[2])}`;
+  return m[3] === undefined ? { atMs, instance } : { atMs, instance, downMs: parseDuration(m[3], "--restart-at") };
 }
 
 /** Splits repeated and comma-separated values: `["1,2", "3"]` → `["1", "2", "3"]`. */
@@ -108,6 +121,7 @@ export interface BenchArgs {
   routers: number[] | undefined;
   traceFile: string | undefined;
   scaleEvents: ScaleEvent[];
+  restarts: RestartEvent[];
   json: string | undefined;
   report: string | undefined;
   quiet: boolean;
@@ -150,6 +164,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     routers: { type: "string", multiple: true },
     trace: { type: "string" },
     "scale-at": { type: "string", multiple: true },
+    "restart-at": { type: "string", multiple: true },
     json: { type: "string" },
     report: { type: "string" },
     quiet: { type: "boolean", short: "q" },
@@ -170,6 +185,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     routers: parseNumbers(strings("routers"), "--routers", true),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
+    restarts: (strings("restart-at") ?? []).map(parseRestartEvent),
     json: values["json"] as string | undefined,
     report: values["report"] as string | undefined,
     quiet: values["quiet"] === true,

@@ -9,7 +9,7 @@
  * `context.random`, time only from `context.clock`.
  */
 import { STRATEGIES, createRouter } from "../index.js";
-import type { Strategy } from "../index.js";
+import type { Lease, Strategy } from "../index.js";
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
 import type { BenchRequest } from "./workload.js";
 
@@ -33,6 +33,12 @@ export interface PolicyDecision {
    * (or is rejected), with the engine's token counts when it ran.
    */
   release(info?: { promptTokens: number; cachedTokens: number }): void;
+  /**
+   * The instance refused the request (it is down, restarting): ends this decision as a failed
+   * connection and returns the decision for the next attempt, on another instance. Optional:
+   * a policy without it cannot be run with restarts that have downtime.
+   */
+  refused?(): PolicyDecision;
 }
 
 /** A routing policy under test. */
@@ -102,8 +108,10 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
       });
       return {
         route(request) {
-          const lease = router.route(request.tenant === undefined ? { body: request.body } : { body: request.body, tenant: request.tenant });
-          return {
+          // Read once, as the adapters do: a refused attempt is routed again, excluding the targets tried.
+          const prepared = router.prepare(request.tenant === undefined ? { body: request.body } : { body: request.body, tenant: request.tenant });
+          const tried = new Set<string>();
+          const decide = (lease: Lease): PolicyDecision => ({
             targetId: lease.target.id,
             spilled: lease.kind === "spillover" || lease.kind === "fallback",
             firstToken() {
@@ -112,7 +120,13 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
             release(info) {
               lease.release("success", info);
             },
-          };
+            refused() {
+              lease.release("connect-error");
+              tried.add(lease.target.id);
+              return decide(router.route(prepared, { exclude: tried, attempt: tried.size + 1 }));
+            },
+          });
+          return decide(router.route(prepared));
         },
         setTargets(ids) {
           router.setTargets(ids.map((id) => ({ id })));

@@ -7,7 +7,7 @@ import { STRATEGIES } from "../index.js";
 import type { Strategy } from "../index.js";
 import { PEER_BASELINES } from "./baselines.js";
 import { ROUTER_VARIANTS, type PolicyFactory, routerPolicy } from "./policies.js";
-import { STRATEGY_VARIANTS, type StrategyVariant } from "./variants.js";
+import { isVariant } from "./variants.js";
 
 /**
  * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
@@ -20,6 +20,7 @@ export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VAR
  * @returns `undefined` for an unknown name
  */
 export function policyByName(name: string): PolicyFactory | undefined {
-  if ((STRATEGIES as readonly string[]).includes(name) || name in STRATEGY_VARIANTS) return routerPolicy(name as Strategy | StrategyVariant);
+  if (isVariant(name)) return routerPolicy(name);
+  if ((STRATEGIES as readonly string[]).includes(name)) return routerPolicy(name as Strategy);
   return PEER_BASELINES.find((p) => p.name === name);
 }

@@ -11,6 +11,7 @@ import type { EngineConfig } from "../fleet/index.js";
 import { BenchError } from "./errors.js";
 import type { PolicyFactory } from "./policies.js";
 import { BENCH_STRATEGIES, policyByName } from "./registry.js";
+import { type RestartEvent, analyzeRestart } from "./restarts.js";
 import { simulate } from "./simulate.js";
 import type { BenchRow, IdealTotals, PolicyRun, ScaleEvent, Scenario } from "./simulate.js";
 import type { Workload } from "./workload.js";
@@ -50,6 +51,12 @@ export interface BenchOptions {
   routers?: readonly number[];
   /** Scale events applied in every run, in time order. @default [] */
   scaleEvents?: readonly ScaleEvent[];
+  /**
+   * Replica restarts (the instance's prefix cache emptied under the same id) applied in every
+   * run. Each policy then also replays the sequence without them, and its row reports per restart
+   * the hit-rate gap to that reference and the time to recover (restarts.ts). @default []
+   */
+  restarts?: readonly RestartEvent[];
   /** Engine parameter overrides for every instance (capacity is set by `capacityTokens`). */
   engine?: Partial<EngineConfig>;
   /** Called as the runs advance (at most every few thousand requests). */
@@ -123,6 +130,15 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     }
   }
   scaleEvents.sort((a, b) => a.atMs - b.atMs);
+  const restarts = [...(options.restarts ?? [])];
+  for (const e of restarts) {
+    if (!Number.isFinite(e.atMs) || e.atMs < 0 || typeof e.instance !== "string" || e.instance.length === 0) {
+      throw new BenchError("ERR_BENCH_OPTION", `Expected a restart as { atMs ≥ 0, instance: an instance id }, got ${JSON.stringify(e)}`);
+    }
+  }
+  restarts.sort((a, b) => a.atMs - b.atMs);
+  // With restarts every policy also runs without them, as the reference.
+  const passes = restarts.length === 0 ? 1 : 2;
 
   const plan: { scenario: Scenario; runs: PolicyRun[] }[] = [];
   for (const workload of workloads) {
@@ -153,7 +169,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
               }
   }
 
-  const totalMs = plan.reduce((s, p) => s + p.scenario.durationMs * p.runs.length, 0);
+  const totalMs = plan.reduce((s, p) => s + p.scenario.durationMs * p.runs.length * passes, 0);
   const runCount = plan.reduce((s, p) => s + p.runs.length, 0);
   let doneMs = 0;
   let runIndex = 0;
@@ -162,17 +178,22 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     let ideal: IdealTotals | undefined;
     for (const run of runs) {
       const label = `${scenario.workload.name}/${run.factory.name}`;
-      const base = doneMs;
-      const row = await simulate(scenario, run, scaleEvents, options.engine, ideal, (simMs) => {
+      const progress = (base: number) => (simMs: number) => {
         options.onProgress?.({
           run: runIndex,
           runs: runCount,
           label,
           fraction: totalMs === 0 ? 1 : Math.min(1, (base + simMs) / totalMs),
         });
-      });
-      ideal = row.ideal;
-      rows.push(row.row);
+      };
+      const reference = restarts.length === 0 ? undefined : await simulate(scenario, run, scaleEvents, options.engine, ideal, progress(doneMs));
+      if (reference !== undefined) doneMs += scenario.durationMs;
+      const result = await simulate(scenario, run, scaleEvents, options.engine, ideal ?? reference?.ideal, progress(doneMs), restarts);
+      ideal = result.ideal;
+      if (reference !== undefined) {
+        result.row.restarts = restarts.map((e, i) => analyzeRestart(e, result.fine, reference.fine, restarts[i + 1]?.atMs ?? scenario.durationMs));
+      }
+      rows.push(result.row);
       doneMs += scenario.durationMs;
       runIndex++;
     }

@@ -14,6 +14,8 @@ import { Rng, mix32 } from "../sim/random.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
 import type { AppliedScaleEvent, RunMetrics, ScaleEventResult } from "./metrics.js";
 import type { Policy, PolicyFactory } from "./policies.js";
+import { BenchError } from "./errors.js";
+import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js";
 import type { BenchRequest, Workload } from "./workload.js";
 
 /** A change of fleet size during a run: `--scale-at 30m:+1`. */
@@ -54,6 +56,8 @@ export interface BenchRow extends RunMetrics {
   /** Σ cached tokens / Σ prompt tokens for one infinitely large cache that has seen every earlier request. */
   idealHitRate: number;
   scaleEvents: ScaleEventResult[];
+  /** Per `--restart-at` event: the hit-rate gap to the same run without restarts, and the time to recover (restarts.ts). */
+  restarts?: RestartResult[];
   /** Wall-clock measurements (not deterministic). */
   wall: WallClock;
 }
@@ -104,7 +108,8 @@ export async function simulate(
   engine: Partial<EngineConfig> | undefined,
   knownIdeal: IdealTotals | undefined,
   progress: (simMs: number) => void,
-): Promise<{ row: BenchRow; ideal: IdealTotals }> {
+  restarts: readonly RestartEvent[] = [],
+): Promise<{ row: BenchRow; ideal: IdealTotals; fine: FineSeries }> {
   const wallStart = performance.now();
   const blockTokens = engine?.blockSizeTokens ?? DEFAULT_ENGINE_CONFIG.blockSizeTokens;
   const engineConfig: Partial<EngineConfig> = {
@@ -138,6 +143,8 @@ export async function simulate(
   const idealPrompt: number[] = [];
   const applied: AppliedScaleEvent[] = [];
   let nextEvent = 0;
+  let nextRestart = 0;
+  const fine = new FineSeries();
   let rejected = 0;
   let routeMs = 0;
   let decisions = 0;
@@ -166,37 +173,62 @@ export async function simulate(
     durationMs: sc.durationMs,
     rateMultiplier: sc.rateMultiplier,
   });
+  const applyRestart = (e: RestartEvent) => {
+    fleet.advanceTo(Math.max(fleet.now, e.atMs));
+    if (!ids.includes(e.instance)) {
+      throw new BenchError("ERR_BENCH_OPTION", `Cannot restart \`${e.instance}\` at ${e.atMs} ms: the fleet has ${ids.join(", ")}`);
+    }
+    fleet.restartInstance(e.instance, e.downMs ?? 0);
+  };
+
   for (const req of requests) {
     while (nextEvent < scaleEvents.length && scaleEvents[nextEvent]!.atMs <= req.arrivalMs) {
       const e = scaleEvents[nextEvent++]!;
       if (e.atMs < sc.durationMs) applyScale(e);
     }
+    while (nextRestart < restarts.length && restarts[nextRestart]!.atMs <= req.arrivalMs) applyRestart(restarts[nextRestart++]!);
     fleet.advanceTo(req.arrivalMs);
     const prompt = renderPrompt(req.body);
     const t0 = performance.now();
     const policy = sc.routers === 1 ? (policies[0] as Policy) : (policies[front.int(sc.routers)] as Policy);
-    const decision = policy.route(req);
+    let decision = policy.route(req);
     routeMs += performance.now() - t0;
     decisions++;
-    try {
-      const salt = req.cacheSalt === undefined ? {} : { cacheSalt: req.cacheSalt };
-      fleet.submit(decision.targetId, { id: req.id, prompt, outputTokens: req.outputTokens, model: req.body.model, ...salt }, {
-        onFirstToken() {
-          decision.firstToken?.();
-        },
-        onDone(result: VirtualResult) {
-          decision.release({ promptTokens: result.promptTokens, cachedTokens: result.cachedTokens });
-          recorder.recordCompletion(result);
-        },
-      });
-    } catch (e) {
-      decision.release();
-      if (isFleetError(e) && e.code === "PROMPT_TOO_LONG") {
-        rejected++;
-        continue;
+    let accepted = false;
+    for (let attempt = 1; ; attempt++) {
+      const current = decision;
+      try {
+        const salt = req.cacheSalt === undefined ? {} : { cacheSalt: req.cacheSalt };
+        fleet.submit(current.targetId, { id: req.id, prompt, outputTokens: req.outputTokens, model: req.body.model, ...salt }, {
+          onFirstToken() {
+            current.firstToken?.();
+          },
+          onDone(result: VirtualResult) {
+            current.release({ promptTokens: result.promptTokens, cachedTokens: result.cachedTokens });
+            recorder.recordCompletion(result);
+            fine.record(result.arrivalMs, result.promptTokens, result.cachedTokens);
+          },
+        });
+        accepted = true;
+        break;
+      } catch (e) {
+        if (isFleetError(e) && e.code === "INSTANCE_DOWN" && attempt < ids.length) {
+          if (current.refused === undefined) {
+            throw new BenchError("ERR_BENCH_OPTION", `\`${run.factory.name}\` cannot route around an instance that is down: run restarts with downtime with prefix-router's strategies`);
+          }
+          decision = current.refused();
+          continue;
+        }
+        current.release();
+        // Too long for the model, or every instance down at once: the request is refused.
+        if (isFleetError(e) && (e.code === "PROMPT_TOO_LONG" || e.code === "INSTANCE_DOWN")) {
+          rejected++;
+          break;
+        }
+        throw e;
       }
-      throw e;
     }
+    if (!accepted) continue;
     recorder.recordDecision(decision.targetId, decision.spilled);
     if (ideal !== undefined) {
       const promptTokens = countTokens(prompt);
@@ -273,7 +305,7 @@ export async function simulate(
       runMs: Math.round(performance.now() - wallStart),
     },
   };
-  return { row, ideal: idealTotals };
+  return { row, ideal: idealTotals, fine };
 }
 
 function round(v: number, digits: number): number {

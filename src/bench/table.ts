@@ -131,6 +131,31 @@ export function formatScaleEvents(rows: readonly BenchRow[]): string {
   return grid(header, ["l", "l", "r", "l", "r", "r", "r", "r"], body);
 }
 
+/** Per restart and row: the gap to the same run without restarts, and the time to recover (restarts.ts). Empty without restarts. */
+export function formatRestarts(rows: readonly BenchRow[]): string {
+  const body: string[][] = [];
+  const pts = (v: number | null) => (v === null ? "-" : (100 * v).toFixed(1));
+  for (const r of rows) {
+    for (const e of r.restarts ?? []) {
+      body.push([
+        r.workload,
+        strategyLabel(r),
+        `${formatDuration(e.atMs)} ${e.instance}${e.downMs ? ` down ${formatDuration(e.downMs)}` : ""}`,
+        e.referenceHitRate === null ? "-" : pct(e.referenceHitRate),
+        e.hitRate === null ? "-" : pct(e.hitRate),
+        pts(e.dip),
+        ...e.gaps.map((g) => pts(g.gap)),
+        e.recoveryMs === null ? (e.dip === null ? "-" : "not recovered") : formatDuration(e.recoveryMs),
+        e.recoveryAfterUpMs === null ? "-" : formatDuration(e.recoveryAfterUpMs),
+      ]);
+    }
+  }
+  if (body.length === 0) return "";
+  const gapHeads = (rows.find((r) => r.restarts?.length)?.restarts?.[0]?.gaps ?? []).map((g) => `gap +${formatDuration(g.afterMs)}`);
+  const header = ["workload", "strategy", "restart", "hit no restart %", "hit %", "dip pts", ...gapHeads, "recovery", "after up"];
+  return grid(header, ["l", "l", "l", "r", "r", "r", ...gapHeads.map((): Align => "r"), "r", "r"], body);
+}
+
 /** `mean ± half-width` with `digits` decimals (× `scale`); just the mean for one seed. */
 function pm(e: Estimate, digits: number, scale = 1): string {
   const mean = (scale * e.mean).toFixed(digits);
@@ -206,6 +231,8 @@ export function formatReport(rows: readonly BenchRow[]): string {
   if (cmp) sections.push(`Compared with random on the same request sequence:\n${cmp}`);
   const events = formatScaleEvents(rows);
   if (events) sections.push(`Scale events (hit rate smoothed over 3 buckets; recovered = within 2 points of the level before):\n${events}`);
+  const restarts = formatRestarts(rows);
+  if (restarts) sections.push(`Restarts (token hit rate against the same run without them, 30 s windows; recovered = gap within 2 points):\n${restarts}`);
   const seeds = formatSeedSummary(rows);
   if (seeds) sections.push(`Across seeds (mean ± 95% confidence interval of the mean; max share: worst seed):\n${seeds}`);
   const paired = rows.some((r) => r.strategy === PAIRED_REFERENCE) ? formatPaired(rows, PAIRED_REFERENCE) : "";

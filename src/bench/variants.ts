@@ -8,15 +8,33 @@ import type { RouterOptions } from "../options.js";
  */
 export const STRATEGY_VARIANTS = {
   "longest-prefix:exclusive": { strategy: "longest-prefix", longestPrefix: { exclusive: true } },
-} as const satisfies Record<string, Pick<RouterOptions, "strategy" | "longestPrefix"> & { strategy: Strategy }>;
+} as const satisfies Record<string, VariantOptions>;
+
+/**
+ * Variants run only when named (`--strategies longest-prefix:open-loop`), for the comparisons they
+ * exist for: `longest-prefix:open-loop` is `longest-prefix` with `closedLoop: false` (it keeps
+ * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md).
+ */
+export const NAMED_ONLY_VARIANTS = {
+  "longest-prefix:open-loop": { strategy: "longest-prefix", closedLoop: false },
+} as const satisfies Record<string, VariantOptions>;
+
+/** What a variant sets. */
+type VariantOptions = Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> & { strategy: Strategy };
 
 /** A variant's name. */
-export type StrategyVariant = keyof typeof STRATEGY_VARIANTS;
+export type StrategyVariant = keyof typeof STRATEGY_VARIANTS | keyof typeof NAMED_ONLY_VARIANTS;
 
-/** Variant names, in order. */
+/** Names of the variants every benchmark runs, in order. */
 export const VARIANT_NAMES = Object.keys(STRATEGY_VARIANTS) as StrategyVariant[];
 
+/** Whether `name` is a variant, run by default or only when named. */
+export function isVariant(name: string): name is StrategyVariant {
+  return name in STRATEGY_VARIANTS || name in NAMED_ONLY_VARIANTS;
+}
+
 /** The router options a strategy or variant name stands for. */
-export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix"> {
-  return name in STRATEGY_VARIANTS ? STRATEGY_VARIANTS[name as StrategyVariant] : { strategy: name as Strategy };
+export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> {
+  const variants: Record<string, VariantOptions> = { ...STRATEGY_VARIANTS, ...NAMED_ONLY_VARIANTS };
+  return variants[name] ?? { strategy: name as Strategy };
 }

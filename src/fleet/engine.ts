@@ -150,6 +150,7 @@ export class Engine {
   private inStep = false;
   private stepEnd = Infinity;
   private slowdownFactor = 1;
+  private restartCount = 0;
   private nowMs = 0;
   private counters = { requests: 0, completed: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, generationTokens: 0 };
 
@@ -176,6 +177,21 @@ export class Engine {
       throw new FleetError("INVALID_ARGUMENT", `Expected \`slowdown\` to be a finite number > 0, got ${String(factor)}`);
     }
     this.slowdownFactor = factor;
+  }
+
+  /**
+   * Restarts the engine as a rolling restart does, in an instant: its prefix cache is emptied, so
+   * every request from now on starts cold; requests already admitted finish (their blocks stay
+   * theirs). Counters are kept. `restarts` counts the calls.
+   */
+  restart(): void {
+    this.cache.clear();
+    this.restartCount++;
+  }
+
+  /** Times {@link restart} was called. */
+  get restarts(): number {
+    return this.restartCount;
   }
 
   /**

@@ -18,7 +18,9 @@ export type FleetErrorCode =
   /** An instance with this id already exists (possibly still draining). */
   | "DUPLICATE_INSTANCE"
   /** `advanceTo` was called with a time before `now`, or from inside a callback. */
-  | "INVALID_TIME";
+  | "INVALID_TIME"
+  /** `VirtualFleet.submit` to an instance that is down while it restarts (the client's connection is refused). */
+  | "INSTANCE_DOWN";
 
 const FLEET_ERROR_BRAND = Symbol.for("prefix-router.FleetError");
 

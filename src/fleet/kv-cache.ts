@@ -119,6 +119,15 @@ export class KvCache {
     return (this.numBlocks - this.freeCount) / this.numBlocks;
   }
 
+  /**
+   * Forgets every cached prefix block, as a restarted engine starts with an empty cache. Blocks
+   * in use stay allocated to their requests (they finish); none is found by a lookup again.
+   * O(numBlocks).
+   */
+  clear(): void {
+    for (let b = 0; b < this.numBlocks; b++) this.dropKey(b);
+  }
+
   /** True when `key` is cached (for tests and diagnostics). */
   has(key: number): boolean {
     return this.byKey.has(key);

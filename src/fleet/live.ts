@@ -76,13 +76,28 @@ export interface LiveInstance {
   readonly faults: Readonly<FaultKnobs>;
   /** Changes fault knobs; resolves once `down` took effect (server closed or listening again). */
   setFaults(patch: Partial<FaultKnobs>): Promise<void>;
+  /**
+   * Restarts the engine now: its prefix cache is emptied; requests in flight finish; the server
+   * keeps listening on the same port (combine with `setFaults({ down: true })` for a restart that
+   * refuses connections for a while). `POST /reset_prefix_cache` (vLLM's endpoint) does the same
+   * from outside.
+   */
+  restart(): void;
   /** Counters of this instance. */
   stats(): InstanceStats;
   /** Prometheus text, as served on `/metrics`. */
   metrics(): string;
   /** The engine behind the server (read-only use). */
   readonly engine: Engine;
+  /**
+   * W3C `traceparent` headers of the requests received, oldest first (the last
+   * {@link TRACE_CONTEXTS_KEPT}): what an engine's own tracing would join.
+   */
+  traceparents(): readonly string[];
 }
+
+/** `traceparent` headers an instance keeps. */
+export const TRACE_CONTEXTS_KEPT = 1000;
 
 /** A running fleet. */
 export interface LiveFleet {
@@ -174,6 +189,7 @@ class Instance implements LiveInstance, InstanceRuntime {
   private readonly rng: RandomSource;
   private sequence = 0;
   private listening = false;
+  private readonly received: string[] = [];
 
   constructor(
     readonly id: string,
@@ -236,6 +252,12 @@ class Instance implements LiveInstance, InstanceRuntime {
     else if (!next.down && wasDown) await this.listen(this.port);
   }
 
+  restart(): void {
+    // The engine is advanced first, so that work due before now is done with the old cache.
+    this.engine.advanceTo(this.driver.modelNow());
+    this.engine.restart();
+  }
+
   stats(): InstanceStats {
     return toInstanceStats(this.engine.stats(), false);
   }
@@ -281,9 +303,24 @@ class Instance implements LiveInstance, InstanceRuntime {
     this.driver.stop();
   }
 
+  traceparents(): readonly string[] {
+    return [...this.received];
+  }
+
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? "/").split("?")[0]!;
+    const traceparent = req.headers.traceparent;
+    if (typeof traceparent === "string") {
+      this.received.push(traceparent);
+      if (this.received.length > TRACE_CONTEXTS_KEPT) this.received.shift();
+    }
     try {
+      if (path === "/reset_prefix_cache" && req.method === "POST") {
+        // vLLM's endpoint of the same name: the cache emptied, as by a restart, from outside.
+        this.restart();
+        sendJson(res, 200, { status: "ok" }, { "x-prefix-router-instance": this.id });
+        return;
+      }
       if (handleOpenAI(this, req, res, path)) return;
       if (handleResponses(this, req, res, path)) return;
       if (handleSageMaker(this, req, res, path)) return;

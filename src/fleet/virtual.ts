@@ -77,6 +77,8 @@ interface Entry {
   readonly order: number;
   removed: boolean;
   queuedAt: number;
+  /** Time until which the instance refuses requests (restarting). */
+  downUntil: number;
 }
 
 /** Default instance ids: `i0`, `i1`, ... */
@@ -143,7 +145,7 @@ export class VirtualFleet {
       config: { ...this.engineDefaults, ...this.instanceEngine[id], ...engine },
       random: createRandom((this.seed ^ Math.imul(order + 1, 0x9e3779b1)) >>> 0),
     });
-    this.entries.set(id, { id, engine: e, order, removed: false, queuedAt: Number.NaN });
+    this.entries.set(id, { id, engine: e, order, removed: false, queuedAt: Number.NaN, downUntil: Number.NEGATIVE_INFINITY });
   }
 
   /**
@@ -156,6 +158,21 @@ export class VirtualFleet {
     if (e.engine.isIdle()) this.entries.delete(id);
   }
 
+  /**
+   * Restarts an instance now, under the same id: its prefix cache is emptied (requests already
+   * admitted finish, as in a rolling restart that drains them); for `downMs` after now it refuses
+   * new requests (`submit` throws `INSTANCE_DOWN`, as a refused connection), then serves again,
+   * cold. A router that is not told sees only refusals and, later, the `cached_tokens` it gets back.
+   */
+  restartInstance(id: string, downMs = 0): void {
+    if (!(typeof downMs === "number" && downMs >= 0 && Number.isFinite(downMs))) {
+      throw new FleetError("INVALID_ARGUMENT", `Expected \`downMs\` to be a finite number ≥ 0, got ${String(downMs)}`);
+    }
+    const e = this.entry(id);
+    e.engine.restart();
+    e.downUntil = this.nowMs + downMs;
+  }
+
   /** Multiplies an instance's step times and frontend overhead by `factor` from now on. */
   setSlowdown(id: string, factor: number): void {
     this.entry(id).engine.setSlowdown(factor);
@@ -163,11 +180,12 @@ export class VirtualFleet {
 
   /**
    * Submits a request to an instance; it arrives at `now`. May be called from callbacks.
-   * @throws FleetError `UNKNOWN_INSTANCE`, `INSTANCE_REMOVED`, `INVALID_REQUEST`, `PROMPT_TOO_LONG`
+   * @throws FleetError `UNKNOWN_INSTANCE`, `INSTANCE_REMOVED`, `INSTANCE_DOWN`, `INVALID_REQUEST`, `PROMPT_TOO_LONG`
    */
   submit(instanceId: string, req: VirtualRequest, callbacks: VirtualCallbacks): void {
     const e = this.entry(instanceId);
     if (e.removed) throw new FleetError("INSTANCE_REMOVED", `Instance \`${instanceId}\` was removed`);
+    if (this.nowMs < e.downUntil) throw new FleetError("INSTANCE_DOWN", `Instance \`${instanceId}\` is restarting until ${e.downUntil} ms`);
     if (typeof req.prompt !== "string") throw new FleetError("INVALID_REQUEST", "Expected `prompt` to be a string");
     e.engine.enqueue(
       {

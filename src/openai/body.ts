@@ -66,6 +66,7 @@ export function reportAttempt<T extends OpenAITarget>(
       target: lease.target,
       kind: lease.kind,
       rank: lease.rank,
+      predictedCachedTokens: lease.predictedCachedTokens,
       attempt: lease.attempt,
       status: facts.status,
       outcome: facts.outcome,

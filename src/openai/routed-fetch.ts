@@ -20,7 +20,7 @@
  * Responses API: a request that refers to a stored response goes to the target that served it
  * (response affinity, responses.ts).
  */
-import { withAttempts } from "../adapter/attempts.js";
+import { type AttemptFacts, withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
 import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
@@ -136,6 +136,8 @@ interface Outgoing {
   signal: AbortSignal | null | undefined;
   route: RouteRequest;
   replayable: boolean;
+  /** The body asks for a stream (`stream: true`). */
+  streaming: boolean;
 }
 
 class RoutedSender<T extends OpenAITarget> {
@@ -169,8 +171,9 @@ class RoutedSender<T extends OpenAITarget> {
         this.router,
         out.route,
         out.replayable && pinned === undefined ? this.attempts : 1,
-        (lease) => this.send(lease, out, relative, call),
+        (lease, traceHeaders) => this.send(lease, out, relative, call, traceHeaders),
         (error) => judgeFetchError(error, out.signal),
+        this.factsOf(out, relative),
         pinned,
       );
     } catch (error) {
@@ -179,7 +182,13 @@ class RoutedSender<T extends OpenAITarget> {
     }
   }
 
-  private async send(lease: Lease<T>, out: Outgoing, relative: Relative, call: ResponsesCall | undefined): Promise<Response> {
+  private async send(
+    lease: Lease<T>,
+    out: Outgoing,
+    relative: Relative,
+    call: ResponsesCall | undefined,
+    traceHeaders: Record<string, string>,
+  ): Promise<Response> {
     const target = lease.target;
     const startMs = this.clock.now();
     let response: Response;
@@ -188,6 +197,7 @@ class RoutedSender<T extends OpenAITarget> {
       // Refused (ERR_CROSS_ORIGIN) before anything is sent when the URL would leave the target.
       const url = joinTarget(base, relative, target.id);
       const headers = new Headers(out.init.headers);
+      for (const [name, value] of Object.entries(traceHeaders)) headers.set(name, value);
       if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
       const send = (to: string, init: RequestInit): Promise<Response> => this.underlying.call(undefined, to, init);
       response = await sendWithRedirects(send, url, { ...out.init, headers }, this.sending.redirect, base, out.replayable);
@@ -215,6 +225,20 @@ class RoutedSender<T extends OpenAITarget> {
   private rememberer(targetId: string): ((id: string) => void) | undefined {
     const affinity = this.affinity;
     return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
+  }
+
+  /** What the request's trace records: the GenAI operation (from the path), the model, streaming, each target's host. */
+  private factsOf(out: Outgoing, relative: Relative): AttemptFacts {
+    return {
+      operation: operationOf(relative.path),
+      provider: "openai",
+      model: out.route.model,
+      streaming: out.streaming,
+      server: (target) => {
+        const url = new URL(this.baseOf(target as T).origin);
+        return { address: url.hostname, port: url.port === "" ? (url.protocol === "https:" ? 443 : 80) : Number(url.port) };
+      },
+    };
   }
 
   /** Reads URL, init and routing facts from `fetch`'s arguments. */
@@ -249,7 +273,7 @@ class RoutedSender<T extends OpenAITarget> {
     } else if (raw !== undefined && this.router.mode === "bytes") {
       route.body = raw;
     }
-    return { url: parseRequestURL(url), init: merged, signal: merged.signal, route, replayable };
+    return { url: parseRequestURL(url), init: merged, signal: merged.signal, route, replayable, streaming: parsed?.stream === true };
   }
 
   private baseOf(target: T): Base {
@@ -307,6 +331,19 @@ function readBody(
     if (strict) throw error;
     return { parsed: undefined, raw, replayable: true };
   }
+}
+
+/** GenAI operation names of the OpenAI API's paths (the conventions' well-known values); others are `other`. */
+const OPERATIONS: readonly (readonly [RegExp, string])[] = [
+  [/\/chat\/completions$/, "chat"],
+  [/\/responses$/, "chat"],
+  [/\/completions$/, "text_completion"],
+  [/\/embeddings$/, "embeddings"],
+];
+
+function operationOf(path: string): string {
+  for (const [pattern, name] of OPERATIONS) if (pattern.test(path)) return name;
+  return "other";
 }
 
 function abortReason(signal: AbortSignal): unknown {

@@ -37,6 +37,8 @@ export interface RoutedRequestInfo<T extends OpenAITarget = OpenAITarget> {
   kind: PickKind;
   /** Position of the target in the key's ranking (0 = first choice). */
   rank: number;
+  /** Prompt tokens the strategy expected the target to serve from its cache (`Lease.predictedCachedTokens`). */
+  predictedCachedTokens: number | undefined;
   /** 1-based attempt number; above 1 after a connection failure on another target. */
   attempt: number;
   /** HTTP status; `undefined` when the attempt failed before any response. */

@@ -209,8 +209,8 @@ function routedSend(
       router,
       request,
       attempts,
-      async (lease) => {
-        const attempt = attemptCommand(command, retarget(input, lease.target, wire, tenant));
+      async (lease, traceHeaders) => {
+        const attempt = attemptCommand(command, retarget(input, lease.target, wire, tenant), traceHeaders);
         const sender = (lease.target.client ?? client).send.bind(lease.target.client ?? client) as LooseSend;
         const output = await (sender(attempt, sendOptions) as Promise<InvokeEndpointCommandOutput | InvokeEndpointWithResponseStreamCommandOutput>);
         return operation === "InvokeEndpoint"
@@ -218,6 +218,12 @@ function routedSend(
           : holdStream(output as InvokeEndpointWithResponseStreamCommandOutput, lease, registry);
       },
       judgeSageMakerError,
+      {
+        operation: isChat(routing) ? "chat" : "text_completion",
+        provider: "aws.sagemaker",
+        model: typeof model === "string" ? model : modelOf(routing),
+        streaming: operation === "InvokeEndpointWithResponseStream",
+      },
     );
   };
 
@@ -257,12 +263,15 @@ function retarget(
  * serializers) but has its own input and its own copy of the command's middleware stack, to
  * which the SDK adds its per-send plugins.
  */
-function attemptCommand(command: CommandLike, input: Record<string, unknown>): object {
+function attemptCommand(command: CommandLike, input: Record<string, unknown>, traceHeaders: Record<string, string>): object {
   const attempt = Object.create(command) as CommandLike;
   Object.defineProperty(attempt, "input", { value: input, writable: true, enumerable: true, configurable: true });
   const stack = typeof command.middlewareStack?.clone === "function" ? command.middlewareStack.clone() : undefined;
   if (stack !== undefined) {
     stack.add(prefixAwareIdHeader, { step: "build", name: "prefixRouterPrefixAwareIdHeader", override: true });
+    if (Object.keys(traceHeaders).length > 0) {
+      stack.add(withHeaders(traceHeaders), { step: "build", name: "prefixRouterTraceContext", override: true });
+    }
     Object.defineProperty(attempt, "middlewareStack", { value: stack, writable: true, enumerable: true, configurable: true });
   }
   return attempt;
@@ -286,6 +295,26 @@ function prefixAwareIdHeader(next: (args: unknown) => Promise<unknown>): (args: 
     }
     return next(args);
   };
+}
+
+/** Build-step middleware (before signing) that puts the request's trace context (`traceparent`, …) on it. */
+function withHeaders(extra: Record<string, string>): (next: (args: unknown) => Promise<unknown>) => (args: unknown) => Promise<unknown> {
+  return (next) => (args) => {
+    const headers = (args as { request?: { headers?: Record<string, string> } }).request?.headers;
+    if (headers !== null && typeof headers === "object") Object.assign(headers, extra);
+    return next(args);
+  };
+}
+
+/** The `model` of a JSON body, if it names one. */
+function modelOf(body: unknown): string | undefined {
+  const model = body !== null && typeof body === "object" ? (body as { model?: unknown }).model : undefined;
+  return typeof model === "string" ? model : undefined;
+}
+
+/** A JSON body with `messages` is a chat request (OpenAI-style, as vLLM and TGI's Messages API take it). */
+function isChat(body: unknown): boolean {
+  return body !== null && typeof body === "object" && Array.isArray((body as { messages?: unknown }).messages);
 }
 
 /** `InvokeEndpoint`: the SDK has read the whole body when `send` resolves. */

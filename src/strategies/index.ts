@@ -9,12 +9,12 @@ import { LongestPrefix } from "./longest-prefix/strategy.js";
 import type { XXHashAPI } from "./longest-prefix/chain.js";
 import type { LongestPrefixConfig } from "./longest-prefix/options.js";
 import { leastOutstanding } from "./least-outstanding.js";
-import { PrefixAware } from "./prefix-aware.js";
+import { PrefixAware, type PrefixAwareEnv } from "./prefix-aware.js";
 import { random } from "./random.js";
 import type { RoutingStrategy, StrategyEnv, StrategySpec } from "./strategy.js";
 
 /** @internal What built-in strategies need beyond {@link StrategyEnv}. */
-export interface BuiltInEnv extends StrategyEnv {
+export interface BuiltInEnv extends StrategyEnv, PrefixAwareEnv {
   readonly xxhash: XXHashAPI;
   readonly longestPrefix: LongestPrefixConfig;
 }
@@ -23,7 +23,7 @@ const BUILT_IN: Readonly<Record<Strategy, (env: BuiltInEnv) => RoutingStrategy>>
   random: () => random(),
   "least-outstanding": () => leastOutstanding(),
   "prefix-aware": (env) => new PrefixAware(env) as RoutingStrategy,
-  "longest-prefix": (env) => new LongestPrefix(env.xxhash, env.seed, env.mode, env.longestPrefix, env.clock) as RoutingStrategy,
+  "longest-prefix": (env) => new LongestPrefix(env.xxhash, env.seed, env.mode, env.longestPrefix, env.clock, env) as RoutingStrategy,
 };
 
 /** The built-in strategies, in the order the benchmark lists them. */

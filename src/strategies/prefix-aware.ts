@@ -7,13 +7,45 @@
  *
  * Cost: T rendezvous scores per decision (T eligible targets) and, only when the first choice is
  * not open, one sort of T scores. A request without routing input goes by least-outstanding.
+ *
+ * Prediction (closed-loop.ts): a pick predicts the key's whole prefix cached when this router sent
+ * the key to that target recently — among the last {@link RECENT_KEYS_PER_TARGET} keys it sent
+ * there (recorded at commit) — and nothing cached otherwise. The prediction never changes a pick;
+ * after repeated misses the target's recent keys are forgotten, so the predictions (and the
+ * predicted-vs-actual metrics) start over with the target's empty cache.
  */
+import { LRUCache } from "lru-cache";
+import type { LeaseOutcome, ReleaseInfo } from "../types.js";
+import { alignById } from "./by-id.js";
+import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "./closed-loop.js";
 import { leastLoaded, inflightPerWeight } from "./fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
-import type { PickContext, RoutingStrategy, StrategyEnv, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
+import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
 import { splitKey } from "../rendezvous.js";
 
 type Ctx = PickContext<{ id: string }>;
+
+/** Keys remembered per target for predictions: about what a replica's prefix cache holds of 1,000-token prefixes. */
+export const RECENT_KEYS_PER_TARGET = 4096;
+
+/** A request's routing input: its key and the length of the prefix the key covers (characters or bytes). */
+export interface PrefixKey {
+  readonly key: bigint;
+  readonly length: number;
+}
+
+/** What `prefix-aware` needs from its router. */
+export interface PrefixAwareEnv extends ClosedLoopEnv {
+  /** The request's key and prefix length, or `undefined` without routing input. */
+  routingPrefix(request: StrategyRequest): PrefixKey | undefined;
+}
+
+/** A target's recent keys and its run of prediction misses. */
+class Recent implements MissRun {
+  misses = 0;
+  readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
+  constructor(readonly id: string) {}
+}
 
 /** Candidates sorted by descending score; equal scores (probability ~2^-53) by position. */
 export function sortByScore(candidates: Int32Array, scores: Float64Array): number[] {
@@ -23,36 +55,70 @@ export function sortByScore(candidates: Int32Array, scores: Float64Array): numbe
 }
 
 /** The `prefix-aware` strategy (also the default ranking of strategies that define none). */
-export class PrefixAware implements RoutingStrategy<{ id: string }, bigint> {
+export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   readonly name: string = "prefix-aware";
   private scores = new Float64Array(16);
+  private recent: Recent[] = [];
+  private readonly byId = new Map<string, Recent>();
 
-  constructor(private readonly env: Pick<StrategyEnv, "routingKey">) {}
+  constructor(private readonly env: PrefixAwareEnv) {}
 
-  read(request: StrategyRequest): bigint | undefined {
-    return request.body === undefined ? undefined : this.env.routingKey(request);
+  setTargets(targets: readonly { readonly id: string }[]): void {
+    this.recent = alignById(this.byId, targets, (id) => new Recent(id));
   }
 
-  pick(ctx: Ctx, key: bigint | undefined): StrategyPick {
-    if (key === undefined) return leastOutstandingPick(ctx);
+  read(request: StrategyRequest): PrefixKey | undefined {
+    return request.body === undefined ? undefined : this.env.routingPrefix(request);
+  }
+
+  pick(ctx: Ctx, input: PrefixKey | undefined): StrategyPick {
+    if (input === undefined) return leastOutstandingPick(ctx);
+    const pick = this.choose(ctx, input.key);
+    const recent = this.recent[pick.index];
+    const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? tokensOf(input.length) : 0;
+    return { ...pick, key: input.key, predictedCachedTokens };
+  }
+
+  /** Remembers the key as sent to the target; the lease's release tests the prediction. */
+  commit(_ctx: Ctx, pick: StrategyPick, input: PrefixKey | undefined): Commitment | undefined {
+    const recent = this.recent[pick.index];
+    if (input === undefined || recent === undefined) return undefined;
+    recent.keys.set(input.key, true);
+    const { closedLoop } = this.env;
+    if (closedLoop === undefined) return undefined;
+    const predicted = pick.predictedCachedTokens;
+    return {
+      release: (outcome: LeaseOutcome, _sawFirstByte: boolean, info?: ReleaseInfo) => {
+        if (!countVerdict(recent, judgePrediction(predicted, outcome, info, closedLoop.ratio), closedLoop)) return;
+        const entries = recent.keys.size;
+        recent.keys.clear();
+        // This request was just prefilled there: the one key known to be cached.
+        recent.keys.set(input.key, true);
+        this.env.forgot(recent.id, entries);
+      },
+    };
+  }
+
+  rank(ctx: Ctx, input: PrefixKey | undefined): StrategyRanking {
+    if (input === undefined) return { order: Array.from(ctx.candidates), key: undefined };
+    return { order: sortByScore(ctx.candidates, this.scoresOf(ctx, input.key)), key: input.key };
+  }
+
+  /** The key's first open choice, else its next, else the least loaded. */
+  private choose(ctx: Ctx, key: bigint): StrategyPick {
     const candidates = ctx.candidates;
     const scores = this.scoresOf(ctx, key);
     // Fast path: the first choice usually has room; no sort needed.
     let best = 0;
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
-    if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0, key };
+    if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
     const order = sortByScore(candidates, scores);
     for (let r = 1; r < order.length; r++) {
       const i = order[r] as number;
-      if (ctx.isOpen(i)) return { index: i, kind: "spillover", rank: r, key };
+      if (ctx.isOpen(i)) return { index: i, kind: "spillover", rank: r };
     }
-    return { ...leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i)), key };
-  }
-
-  rank(ctx: Ctx, key: bigint | undefined): StrategyRanking {
-    if (key === undefined) return { order: Array.from(ctx.candidates), key };
-    return { order: sortByScore(ctx.candidates, this.scoresOf(ctx, key)), key };
+    return leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i));
   }
 
   /** Rendezvous scores of the candidates for `key`, in a scratch array reused across decisions. */

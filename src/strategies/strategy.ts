@@ -14,7 +14,7 @@
  */
 import type { PrefixIndexStats } from "./longest-prefix/blocks.js";
 import type { RoutingMode } from "../routing-input.js";
-import type { Clock, LeaseOutcome, PickKind, Strategy, TargetSpec } from "../types.js";
+import type { Clock, LeaseOutcome, PickKind, ReleaseInfo, Strategy, TargetSpec } from "../types.js";
 
 /** A request as strategies see it, read and validated once by the router. */
 export interface StrategyRequest {
@@ -67,8 +67,15 @@ export interface StrategyPick {
   readonly kind: PickKind;
   /** Position of the target in the request's ranking (0 = first choice); 0 for load-based picks. */
   readonly rank: number;
-  /** The routing key reported in decisions and leases, if the strategy has one. */
+  /** The routing key reported in decisions and leases (as 16 hex digits), if the strategy has one. */
   readonly key?: bigint | undefined;
+  /**
+   * Prompt tokens the strategy expects the target to serve from its prefix cache, if it makes a
+   * prediction: what it believes the target holds of this request's prefix, in characters (or
+   * bytes) divided by {@link CHARS_PER_TOKEN}. Compared with the `cachedTokens` the server reports
+   * (docs/observability.md, "Closed loop").
+   */
+  readonly predictedCachedTokens?: number | undefined;
 }
 
 /** A ranking of candidates, best first, ignoring load. */
@@ -81,8 +88,11 @@ export interface StrategyRanking {
 export interface Commitment {
   /** The response's first byte arrived: the target prefilled the prompt. */
   firstByte?(): void;
-  /** The lease ended with `outcome` (after {@link Commitment.firstByte}, if any). */
-  release?(outcome: LeaseOutcome, sawFirstByte: boolean): void;
+  /**
+   * The lease ended with `outcome` (after {@link Commitment.firstByte}, if any), with the token
+   * usage the server reported, when it did.
+   */
+  release?(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void;
 }
 
 /** What a strategy may report under `router.stats()`. */

@@ -64,7 +64,7 @@ describe("the router (text mode): typed error or a correct route", () => {
     const raw = await createRouter({ targets, mode: "bytes" });
     const lease = raw.route({ body: new Uint8Array(bytes) });
     expect(raw.route({ body: new Uint8Array(bytes) }).key).toBe(lease.key);
-    expect(lease.key).toBeTypeOf("bigint");
+    expect(lease.key).toMatch(/^[0-9a-f]{16}$/);
   });
 
   it.each(["[1]", "null", "42", '"a string"', "true"])("JSON that is no object (%s): ERR_INVALID_BODY", async (text) => {
@@ -87,7 +87,7 @@ describe("the router (text mode): typed error or a correct route", () => {
     const router = await createRouter({ targets });
     const first = router.route({ body: text });
     const second = router.route({ body: text });
-    expect([typeof first.key, first.key === second.key, first.target.id === second.target.id]).toEqual(["bigint", true, true]);
+    expect([typeof first.key, first.key === second.key, first.target.id === second.target.id]).toEqual(["string", true, true]);
     first.release();
     second.release();
     expect(router.stats().totals.inflight).toBe(0);
@@ -139,12 +139,12 @@ describe("the router (text mode): typed error or a correct route", () => {
 
   it.each([
     ["__proto__ holding the messages", '{"__proto__":{"messages":[{"role":"user","content":"x"}]}}', undefined],
-    ["constructor.prototype", '{"constructor":{"prototype":{"polluted":true}},"prompt":"x"}', "bigint"],
-    ["__proto__ inside a message", '{"messages":[{"role":"user","content":"x","__proto__":{"role":"system"}}]}', "bigint"],
+    ["constructor.prototype", '{"constructor":{"prototype":{"polluted":true}},"prompt":"x"}', "string"],
+    ["__proto__ inside a message", '{"messages":[{"role":"user","content":"x","__proto__":{"role":"system"}}]}', "string"],
   ])("%s: read as plain data, nothing polluted", async (_name, text, keyType) => {
     const router = await createRouter({ targets });
     const lease = router.route({ body: text });
-    expect(typeof lease.key === "bigint" ? "bigint" : undefined).toBe(keyType);
+    expect(typeof lease.key === "string" ? "string" : undefined).toBe(keyType);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(({} as Record<string, unknown>).messages).toBeUndefined();
     lease.release();

@@ -121,6 +121,11 @@ export class TargetBlocks {
     for (let i = from; i < keys.length; i++) lru.delete(keys[i] as number);
   }
 
+  /** Forgets every block (the target's cache is gone); keeps the allocated slots. */
+  clear(): void {
+    this.lru?.clear();
+  }
+
   /** Estimated heap bytes. */
   estimatedBytes(): number {
     if (this.lru === undefined) return 0;

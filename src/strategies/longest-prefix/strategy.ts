@@ -22,13 +22,19 @@
  * the ranking that hold as much of it and pass the same load rule, to the one with the least
  * queued prefill. In both modes the last resort is the least queued prefill per weight.
  *
+ * Prediction (`../closed-loop.ts`): a pick predicts the blocks its target holds of the request
+ * cached. When a target's responses repeatedly report far fewer cached tokens than predicted (it
+ * restarted, or evicted what the index says it holds), its index is cleared: its prefixes stop
+ * looking warm there, and their traffic re-spreads as for a target just added.
+ *
  * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
  * scores and O(T) scans for a low-match request); commit: O(n) LRU updates and O(T) share counts.
  */
 import type { RoutingMode } from "../../routing-input.js";
-import type { LeaseOutcome } from "../../types.js";
+import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../by-id.js";
+import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../closed-loop.js";
 import { leastLoaded } from "../fallback.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -57,8 +63,9 @@ interface LongestPrefixPick extends StrategyPick {
   readonly weight: number;
 }
 
-/** A target's index and the prefill queued on it. */
-class Slot {
+/** A target's index, the prefill queued on it and its run of prediction misses. */
+class Slot implements MissRun {
+  misses = 0;
   /**
    * Uncached blocks of the requests routed here that have not yet produced their first byte: the
    * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
@@ -77,24 +84,34 @@ class Slot {
  * too (that prefix is new again, and rendezvous hashing places it on the same first candidate).
  */
 class QueuedPrefill implements Commitment {
+  private pendingWork: number;
+
   constructor(
     private readonly slot: Slot,
-    private work: number,
-    /** The chain's full-block keys; the pick added `keys[from..]` to the target's index. */
-    private keys: Int32Array | undefined,
+    work: number,
+    /** The chain's full-block keys; the pick added `keys[from..n)` to the target's index. */
+    private readonly keys: Int32Array,
     private readonly from: number,
-  ) {}
-
-  firstByte(): void {
-    this.slot.pending -= this.work;
-    this.work = 0;
-    this.keys = undefined;
+    private readonly n: number,
+    private readonly predicted: number | undefined,
+    private readonly owner: LongestPrefix,
+  ) {
+    this.pendingWork = work;
   }
 
-  release(outcome: LeaseOutcome, sawFirstByte: boolean): void {
+  firstByte(): void {
+    this.slot.pending -= this.pendingWork;
+    this.pendingWork = 0;
+  }
+
+  release(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void {
     const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
-    if (failed && !sawFirstByte && this.keys !== undefined) this.slot.blocks.forget(this.keys, this.from);
+    if (failed && !sawFirstByte && this.from < this.n) this.slot.blocks.forget(this.keys, this.from);
     this.firstByte();
+    const loop = this.owner.closedLoop;
+    if (loop !== undefined && countVerdict(this.slot, judgePrediction(this.predicted, outcome, info, loop.ratio), loop)) {
+      this.owner.forget(this.slot, this.keys, this.n);
+    }
   }
 }
 
@@ -109,7 +126,14 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
   private indexes: TargetBlocks[] = [];
   private readonly byId = new Map<string, Slot>();
 
-  constructor(api: XXHashAPI, seed: bigint, mode: RoutingMode, readonly config: LongestPrefixConfig, clock: { now(): number }) {
+  constructor(
+    api: XXHashAPI,
+    seed: bigint,
+    mode: RoutingMode,
+    readonly config: LongestPrefixConfig,
+    clock: { now(): number },
+    private readonly loop: ClosedLoopEnv,
+  ) {
     this.settings = { capacityBlocks: config.capacityBlocks, ttlMs: config.ttlMs, clock, originMs: clock.now() };
     this.shares = new ShareTracker(config.loadWindow);
     this.hasher = new ChainHasher(api, seed, mode, config);
@@ -156,7 +180,23 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     slot.pending += work;
     // work = the request's blocks (n full + the partial one) − those the target held.
     const from = chain.n + 1 - work;
-    return new QueuedPrefill(slot, work, from < chain.n ? chain.keys : undefined, from);
+    return new QueuedPrefill(slot, work, chain.keys, from, chain.n, pick.predictedCachedTokens, this);
+  }
+
+  /** @internal The closed loop's settings (`undefined`: off). */
+  get closedLoop(): ClosedLoopEnv["closedLoop"] {
+    return this.loop.closedLoop;
+  }
+
+  /**
+   * @internal The closed loop found the slot's index stale: it is cleared, except for the request
+   * that was just prefilled there (`keys[0..n)`), the one prefix known to be cached.
+   */
+  forget(slot: Slot, keys: Int32Array, n: number): void {
+    const entries = slot.blocks.size;
+    slot.blocks.clear();
+    slot.blocks.record(keys, n, ttlNow(this.settings));
+    this.loop.forgot(slot.blocks.id, entries);
   }
 
   stats(): StrategyStats {
@@ -188,6 +228,8 @@ class Placement {
   /** The longest match is a common start held by several targets (a system prompt, a tool list). */
   readonly common: boolean;
   private readonly c: number;
+  /** Characters (or bytes) per block. */
+  private readonly blockSize: number;
 
   constructor(
     private readonly ctx: Ctx,
@@ -200,6 +242,7 @@ class Placement {
     this.blocks = chain.n + 1;
     this.common = r.group > 1;
     this.c = config.loadFactor;
+    this.blockSize = config.blockSize;
   }
 
   private target(j: number): number {
@@ -230,7 +273,8 @@ class Placement {
     const { r } = this;
     const rank = r.rankOf(j);
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
-    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - (r.match[j] as number), weight: this.bound.weight };
+    const match = r.match[j] as number;
+    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(match) };
   }
 
   /**
@@ -325,6 +369,12 @@ class Placement {
     const order = positions.map((j) => this.target(j));
     const uncached = (k: number) => this.blocks - (r.match[positions[k] as number] as number);
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
-    return { ...p, key: r.key, work: uncached(p.rank), weight: this.bound.weight };
+    const work = uncached(p.rank);
+    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
+  }
+
+  /** Tokens predicted cached for `match` blocks held. */
+  private predicted(match: number): number {
+    return tokensOf(match * this.blockSize);
   }
 }

@@ -1,0 +1,45 @@
+/**
+ * Spill storms: stretches where most picks miss their key's first choice because targets are at
+ * `concurrencyThreshold` (a hot prefix, an undersized fleet, a threshold set below the replicas'
+ * normal concurrency). Cache affinity is lost while it lasts, so the router logs when one starts
+ * and when it ends.
+ *
+ * The spilled share is an exponentially weighted mean over about {@link STORM_WINDOW} picks; a
+ * storm starts when it passes {@link STORM_START} (after a full window of picks) and ends when it
+ * falls below {@link STORM_END} — the gap keeps a share hovering near one level from logging at
+ * every pick. O(1) per pick.
+ */
+
+/** Picks the spilled share averages over (the weight of one pick is 1 / STORM_WINDOW). */
+export const STORM_WINDOW = 64;
+/** Spilled share at which a storm starts. */
+export const STORM_START = 0.5;
+/** Spilled share under which it ends. */
+export const STORM_END = 0.25;
+
+/** @internal Watches one router's picks. */
+export class SpillStormWatch {
+  private share = 0;
+  private picks = 0;
+  private raging = false;
+
+  /** The current spilled share (fraction of 1). */
+  get spilledShare(): number {
+    return this.share;
+  }
+
+  /** Counts one pick; `"start"` or `"end"` when this pick starts or ends a storm. */
+  picked(spilled: boolean): "start" | "end" | undefined {
+    this.share += ((spilled ? 1 : 0) - this.share) / STORM_WINDOW;
+    if (this.picks < STORM_WINDOW) this.picks++;
+    if (!this.raging && this.picks >= STORM_WINDOW && this.share > STORM_START) {
+      this.raging = true;
+      return "start";
+    }
+    if (this.raging && this.share < STORM_END) {
+      this.raging = false;
+      return "end";
+    }
+    return undefined;
+  }
+}

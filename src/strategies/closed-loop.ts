@@ -1,0 +1,113 @@
+/**
+ * The closed loop: a strategy that predicts where a prefix is cached learns, from the
+ * `cached_tokens` the engines report back, when that prediction has gone stale — a replica
+ * restarted, or evicted what the strategy believes it holds — and forgets what it believed that
+ * target holds, so its traffic re-spreads at once instead of being sent there as if warm.
+ *
+ * The rule (docs/observability.md, "Closed loop"), per target:
+ *
+ *   - a response *tests* a prediction when it succeeded, reported `cachedTokens`, and its pick
+ *     predicted at least {@link MIN_PREDICTED_TOKENS} cached tokens;
+ *   - the test *misses* when the server served fewer than `ratio` × min(predicted, promptTokens)
+ *     tokens from its cache, and *hits* otherwise;
+ *   - `misses` misses in a row (no hit in between) and the strategy forgets the target's entries.
+ *
+ * Predictions are estimates in tokens: characters (or bytes) the strategy believes are cached
+ * divided by {@link CHARS_PER_TOKEN}. The 0.5 ratio absorbs tokenizers that differ from 4
+ * characters a token by up to 2×; a tokenizer with fewer characters per token only makes
+ * predictions smaller, never a false miss.
+ */
+import { checkInteger, checkNumber, describe } from "../internal/validate.js";
+import type { LeaseOutcome, ReleaseInfo } from "../types.js";
+
+/** Characters (text mode) or bytes (bytes mode) per token in predictions: Llama 3's English ratio, llm-d's assumption. */
+export const CHARS_PER_TOKEN = 4;
+
+/** A prediction below this many tokens is too small to test: a miss there costs little and says little. */
+export const MIN_PREDICTED_TOKENS = 256;
+
+/** Options of the closed loop (`RouterOptions.closedLoop`). */
+export interface ClosedLoopOptions {
+  /**
+   * Misses in a row after which a strategy forgets what it believed a target caches. From 1
+   * to 1,000.
+   * @default 3
+   */
+  misses?: number;
+  /**
+   * A response misses when the server served fewer than `ratio` × the predicted tokens from its
+   * cache (capped at the prompt's tokens). From 0 (exclusive) to 1.
+   * @default 0.5
+   */
+  ratio?: number;
+}
+
+/** Defaults of {@link ClosedLoopOptions}. */
+export const DEFAULT_CLOSED_LOOP: Readonly<Required<ClosedLoopOptions>> = Object.freeze({ misses: 3, ratio: 0.5 });
+
+/** @internal Validated options; `undefined` when the loop is off (`closedLoop: false`). */
+export type ClosedLoopConfig = Readonly<Required<ClosedLoopOptions>> | undefined;
+
+/** @internal Validates `RouterOptions.closedLoop`. */
+export function resolveClosedLoop(options: unknown): ClosedLoopConfig {
+  if (options === false) return undefined;
+  if (options === undefined) return DEFAULT_CLOSED_LOOP;
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new TypeError(`Expected \`closedLoop\` to be an object or false, got ${describe(options)}`);
+  }
+  const o = options as ClosedLoopOptions;
+  const ratio = checkNumber("closedLoop.ratio", o.ratio ?? DEFAULT_CLOSED_LOOP.ratio, 0, 1);
+  if (ratio === 0) throw new RangeError("Expected `closedLoop.ratio` to be a number from 0 (exclusive) to 1, got 0");
+  return Object.freeze({ misses: checkInteger("closedLoop.misses", o.misses ?? DEFAULT_CLOSED_LOOP.misses, 1, 1000), ratio });
+}
+
+/** What one response says about its pick's prediction: `undefined` when it tests nothing. */
+export type PredictionVerdict = "hit" | "miss" | undefined;
+
+/** The verdict of a response on its pick's prediction (see the file header). */
+export function judgePrediction(
+  predicted: number | undefined,
+  outcome: LeaseOutcome,
+  info: ReleaseInfo | undefined,
+  ratio: number,
+): PredictionVerdict {
+  if (predicted === undefined || predicted < MIN_PREDICTED_TOKENS || outcome !== "success") return undefined;
+  const cached = info?.cachedTokens;
+  if (typeof cached !== "number" || !(cached >= 0)) return undefined;
+  const prompt = info?.promptTokens;
+  const expected = typeof prompt === "number" && prompt >= 0 ? Math.min(predicted, prompt) : predicted;
+  return cached < ratio * expected ? "miss" : "hit";
+}
+
+/** What a strategy that runs the loop needs from its router. */
+export interface ClosedLoopEnv {
+  /** The loop's settings; `undefined` when it is off. */
+  readonly closedLoop: ClosedLoopConfig;
+  /** The strategy forgot what it believed target `id` holds (`entries` entries). */
+  forgot(id: string, entries: number): void;
+}
+
+/** A target's run of misses, kept by the strategy beside what it believes the target holds. */
+export interface MissRun {
+  misses: number;
+}
+
+/**
+ * Counts one verdict into a target's run; true when the run just reached `config.misses` (the
+ * strategy should forget the target's entries now; the run starts over).
+ */
+export function countVerdict(run: MissRun, verdict: PredictionVerdict, config: ClosedLoopConfig): boolean {
+  if (config === undefined || verdict === undefined) return false;
+  if (verdict === "hit") {
+    run.misses = 0;
+    return false;
+  }
+  if (++run.misses < config.misses) return false;
+  run.misses = 0;
+  return true;
+}
+
+/** Predicted cached tokens for `units` characters (or bytes) believed cached. */
+export function tokensOf(units: number): number {
+  return Math.floor(units / CHARS_PER_TOKEN);
+}
