@@ -8,6 +8,7 @@
  * (`strategies/`): the router knows their interface, never their list.
  */
 import { parseJson } from "./canonical-json.js";
+import { PrefixWriter } from "./internal/prefix-writer.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "./options.js";
@@ -47,6 +48,8 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
   const api = await loadHasher();
   const hasher = new KeyHasher(api, config.seed);
   const { mode, prefixLength } = config;
+  // The routing key's bytes-mode input is written into one buffer per router, reused per request.
+  const writer = new PrefixWriter();
   const env: BuiltInEnv = {
     mode,
     prefixLength,
@@ -57,7 +60,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     xxhash: api,
     longestPrefix: config.longestPrefix,
     routingKey(request: StrategyRequest): bigint | undefined {
-      const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength);
+      const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength, writer);
       return prefix.length === 0 ? undefined : hasher.key(mode, request.tenant, request.model, prefix);
     },
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
