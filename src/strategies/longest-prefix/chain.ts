@@ -7,7 +7,15 @@
  * bytes. Block i's key is xxHash32 of its bytes seeded with block i − 1's key, the first seed
  * being a 64-bit xxHash of (router seed, mode, tenant, model, block size) folded to 32 bits:
  *
- *   k_-1 = fold(xxh64(header(mode, tenant, model, blockSize), seed)),  k_i = xxh32(block_i, k_i-1)
+ *   h = xxh64(header(mode, tenant, model, blockSize), seed),  k_-1 = fold(h) = hi32(h) ⊕ lo32(h)
+ *   k_i = xxh32(block_i, k_i-1 ⊕ t),  t = 0 without a tenant, hi32(h) with one
+ *
+ * Tenants: folding h to 32 bits made two tenants whose folds collide (`customer-48014` and
+ * `customer-49068`, router seed 0) share every block key of every prompt. With a tenant, hi32(h)
+ * also enters every block's seed: block 0 is seeded with lo32(h) and block i with k_i-1 ⊕ hi32(h),
+ * so two tenants share a chain only when all 64 bits of h agree (or, by chance, 32-bit keys of
+ * each of its blocks), while keys stay int32 in the index. Without a tenant t = 0: the chain is the
+ * one it always was (the tenant-less known answers and the benchmark's rows are unchanged).
  *
  * The chain is hashed as the input is written (`ChainWriter`): each block as soon as it is complete,
  * in one pass, with the JavaScript XXH32 of `internal/xxh32.ts` (equal to xxhash-wasm's `h32Raw`).
@@ -40,7 +48,7 @@ export interface BlockChain {
   readonly blockBytes: number;
 }
 
-/** @internal The seeds of a chain: k_-1, and a value mixed into every block's seed (0). */
+/** @internal The seeds of a chain: k_-1, and t, mixed into every block's seed (0 without a tenant). */
 export interface ChainSeed {
   readonly key: number;
   readonly mix: number;
@@ -113,7 +121,8 @@ export class ChainHasher {
     }
     writeU32(header, at, this.config.blockSize);
     const h = this.api.h64Raw(header, this.seed);
-    const seed = { key: (Number(h >> 32n) ^ Number(h & 0xffff_ffffn)) | 0, mix: 0 };
+    const hi = Number(h >> 32n) | 0;
+    const seed = { key: hi ^ Number(h & 0xffff_ffffn), mix: tenant === undefined ? 0 : hi };
     this.last = { tenant, model, seed };
     return seed;
   }

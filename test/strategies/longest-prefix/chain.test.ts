@@ -25,8 +25,9 @@ function reference(mode: "text" | "bytes", body: unknown, tenant: string | undef
   const m = model === undefined ? [0xff, 0xff, 0xff, 0xff] : [...u32(new TextEncoder().encode(model).length), ...new TextEncoder().encode(model)];
   const header = Uint8Array.from([0x4c, 1, mode.charCodeAt(0), t.length, ...t, ...m, ...u32(blockSize)]);
   const h = api.h64Raw(header, seed);
-  const mix = 0;
-  let k = Number(h >> 32n) ^ Number(h & 0xffff_ffffn);
+  const hi = Number(h >> 32n) | 0;
+  const mix = tenant === undefined ? 0 : hi;
+  let k = hi ^ Number(h & 0xffff_ffffn);
   const keys: number[] = [];
   let at = 0;
   for (; at + size <= input.length; at += size) {
@@ -63,5 +64,46 @@ describe("block chains", () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe("tenants", () => {
+  const hasher = new ChainHasher(api, 0n, "bytes", { maxInputLength: 65_536, blockSize: 256 });
+  const text = new TextEncoder().encode(`~${"the same shared system prompt ".repeat(40)}`);
+
+  it("separates the two tenants whose folded 32-bit seeds collide, in every block", () => {
+    // customer-48014 and customer-49068 have the same fold(xxh64(header)) in text mode, model "m",
+    // router seed 0: before the fix every chain of theirs was identical.
+    const chat = new ChainHasher(api, 0n, "text", { maxInputLength: 65_536, blockSize: 256 });
+    expect(chat.seedOf("customer-48014", "m").key).toBe(chat.seedOf("customer-49068", "m").key);
+    const body = { messages: [{ role: "system", content: "the same shared system prompt ".repeat(40) }] };
+    const x = chat.chain(body, "customer-48014", "m") as BlockChain;
+    const y = chat.chain(body, "customer-49068", "m") as BlockChain;
+    for (let i = 0; i < x.n; i++) expect(x.keys[i]).not.toBe(y.keys[i]);
+    expect(x.lastKey).not.toBe(y.lastKey);
+  });
+
+  it("gives 100,000 tenants 100,000 different chains for the same text", () => {
+    // 32-bit keys: among 100,000 tenants about C(100000, 2) / 2^32 ≈ 1.2 pairs share a first-block
+    // key by chance (the birthday bound), with or without the fix; what the fix guarantees is that
+    // such a pair shares nothing after it — their next blocks are seeded with different high halves.
+    const first = new Map<number, string>();
+    const chains = new Set<string>();
+    let firstCollisions = 0;
+    for (let i = 0; i < 100_000; i++) {
+      const tenant = `customer-${i}`;
+      const c = hasher.chain(text, tenant, "m") as BlockChain;
+      const k0 = c.keys[0] as number;
+      const other = first.get(k0);
+      if (other !== undefined) {
+        firstCollisions++;
+        const d = hasher.chain(text, other, "m") as BlockChain;
+        expect(d.keys[1]).not.toBe(c.keys[1]);
+      }
+      first.set(k0, tenant);
+      chains.add(`${k0},${c.keys[1]}`);
+    }
+    expect(chains.size).toBe(100_000);
+    expect(firstCollisions).toBeLessThanOrEqual(5);
   });
 });

@@ -34,8 +34,10 @@ function text(id: string, chars: number): string {
 /** Known answers of the routing key and ranking (bytes mode, 5 targets, seed 0). */
 const KEY = 0x5b948c7f_0000_0100n;
 const ORDER = ["t4", "t1", "t0", "t2", "t3"];
-const TENANT_KEY = 0x40b9419b_0000_0100n;
-const TENANT_ORDER = ["t1", "t0", "t4", "t3", "t2"];
+// With a tenant, every block's seed takes the other 32 bits of the tenant's hash (the tenant fix
+// changed these two; they were 0x40b9419b_0000_0100n and t1, t0, t4, t3, t2).
+const TENANT_KEY = 0x48668157_0000_0100n;
+const TENANT_ORDER = ["t4", "t2", "t3", "t1", "t0"];
 
 const SYSTEM = text("system prompt", 3000);
 
@@ -159,7 +161,7 @@ describe("known answers (changing them is a breaking change)", () => {
     expect(tenant.targets.map((t) => t.id)).toEqual(TENANT_ORDER);
   });
 
-  it("follows the documented chain: k_-1 = fold(xxh64(header, seed)), k_i = xxh32(block_i, k_i-1)", async () => {
+  it("follows the documented chain: k_-1 = fold(xxh64(header, seed)), k_i = xxh32(block_i, k_i-1 ⊕ t)", async () => {
     const api = await xxhash();
     // Blocks are 256 bytes in bytes mode, 256 UTF-16 code units (512 bytes, little-endian) in text mode.
     const keyOf = (mode: "t" | "b", tenant: string | undefined, model: string | undefined, seed: bigint, input: Uint8Array) => {
@@ -169,12 +171,15 @@ describe("known answers (changing them is a breaking change)", () => {
       // 'L', version 1, mode, tenant length, tenant, model length u32 LE (+ model), block size u32 LE
       const header = Uint8Array.from([0x4c, 1, mode.charCodeAt(0), t.length, ...t, ...m, 0, 1, 0, 0]);
       const h = api.h64Raw(header, seed);
-      let k = (Number(h >> 32n) ^ Number(h & 0xffff_ffffn)) >>> 0;
+      const hi = Number(h >> 32n) >>> 0;
+      let k = (hi ^ Number(h & 0xffff_ffffn)) >>> 0;
+      // With a tenant, hi32(h) enters every block's seed (two tenants share a chain only if all of h agrees).
+      const mix = tenant === undefined ? 0 : hi;
       // Keys (with their end offsets) of every block, the partial last one included.
       const keys: bigint[] = [];
       for (let at = 0; at < input.length; at += size) {
         const end = Math.min(at + size, input.length);
-        k = api.h32Raw(input.subarray(at, end), k);
+        k = api.h32Raw(input.subarray(at, end), (k ^ mix) >>> 0);
         keys.push((BigInt(k) << 32n) | BigInt(end));
       }
       return keys;
