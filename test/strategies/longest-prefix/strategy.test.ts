@@ -575,14 +575,15 @@ describe("several router processes (exclusive: false, the default)", () => {
     );
   });
 
-  it("routers with different work in flight place new documents alike; exclusive routers do not", async () => {
+  it("routers with different work in flight place new documents alike, exclusive or not", async () => {
     const place = async (exclusive: boolean) => {
       // Without the bounded load (which, by design, may deviate differently in each process).
       const a = await lp(ids(6), { exclusive, loadFactor: Number.POSITIVE_INFINITY });
       const b = await lp(ids(6), { exclusive, loadFactor: Number.POSITIVE_INFINITY });
-      // Both have seen the system prompt everywhere; a has long prompts in flight on three targets.
+      // Both have seen the system prompt everywhere; a has three short prompts in flight on three
+      // targets: less than 2× a new document's work, so neither rule moves a document for them.
       for (const r of [a, b]) for (let i = 0; i < 6; i++) sendTo(r, `t${i}`, rag(`warm${i}`));
-      const held = ["t0", "t2", "t4"].map((id) => hold(a, id, rag(`busy-${id}`)));
+      const held = ["t0", "t2", "t4"].map((id) => hold(a, id, small(`busy-${id}`)));
       let differ = 0;
       for (let i = 0; i < 60; i++) {
         const body = rag(`new${i}`);
@@ -595,7 +596,7 @@ describe("several router processes (exclusive: false, the default)", () => {
       return differ;
     };
     expect(await place(false)).toBe(0);
-    expect(await place(true)).toBeGreaterThan(10);
+    expect(await place(true)).toBe(0);
   });
 
   it("places any new document alike whatever short requests another router has in flight (property)", async () => {
@@ -639,36 +640,24 @@ describe("several router processes (exclusive: false, the default)", () => {
   });
 });
 
-describe("work-aware choice (exclusive: true)", () => {
-  it("sends a new prefix to the next of the first three rendezvous targets when it has less work in flight", async () => {
-    const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive: true });
-    const body = small("new");
-    const order = router.rank({ body }).targets.map((t) => t.id as string);
-    const held = hold(router, order[0] as string, big("long"));
-    const lease = router.route({ body });
-    expect([lease.target.id, lease.rank, lease.kind]).toEqual([order[1], 1, "spillover"]);
-    // Recorded there: the prefix's next request follows it.
-    expect(first(router, body)).toBe(order[1]);
-    held.release();
-    lease.release();
-  });
-
-  it("never lets the work signal send a new document behind a common start to a target above its fair share", async () => {
-    const router = await lp(ids(5), { exclusive: true });
-    for (const t of router.targets()) sendTo(router, t.id, rag(`warm-${t.id}`));
-    const body = rag("new document");
-    const order = router.rank({ body }).targets.map((t) => t.id as string);
-    // Picks so far: order[0] 3, order[1] 5 (above its fair share 4.4, within 1.25×), the rest 4.
-    const extra = [2, 4, 3, 3, 3];
-    order.forEach((id, k) => {
-      for (let i = 0; i < (extra[k] as number); i++) sendTo(router, id, rag(`more-${id}-${i}`));
-    });
-    const held = hold(router, order[0] as string, big("long")); // the walk's pick, with the most work in flight
-    const lease = router.route({ body });
-    // order[1] has no work in flight but more than its share: the next lighter target takes it.
-    expect(lease.target.id).toBe(order[2]);
-    held.release();
-    lease.release();
+describe("exclusive: true — the same candidates, moved on from at a 2× gap in queued prefill", () => {
+  it("moves a new prefix to its second candidate once the first has 2× the work the second would have", async () => {
+    const body = small("new"); // 4 blocks
+    const at = async (exclusive: boolean, queuedBlocks: number) => {
+      const router = await lp(ids(5), { loadFactor: Number.POSITIVE_INFINITY, exclusive });
+      const order = router.rank({ body }).targets.map((t) => t.id as string);
+      const queued = hold(router, order[0] as string, { model: "m", messages: [{ role: "user", content: text("queued", queuedBlocks * 256) }] });
+      const lease = router.route({ body });
+      const rank = order.indexOf(lease.target.id);
+      lease.release();
+      queued.release();
+      return rank;
+    };
+    // 9 blocks queued on the first (a 9-block prompt: 8 full and the partial one): ≥ 2 × 4, < 4 × 4.
+    expect(await at(true, 8)).toBe(1);
+    expect(await at(false, 8)).toBe(0);
+    // 6 blocks: below 2 × 4, both stay.
+    expect(await at(true, 5)).toBe(0);
   });
 
   it("weighs queued prefill, not requests in flight: requests that are decoding do not keep a new prefix away", async () => {
