@@ -24,6 +24,11 @@
 import { writeFileSync } from "node:fs";
 import { Bench } from "tinybench";
 import { STRATEGIES, createRouter, type RouterOptions, type RoutingMode, type Strategy, type TargetSpec } from "prefix-router";
+import xxhash from "xxhash-wasm";
+import { writeCanonicalPrefix } from "../src/canonical-json.js";
+import { scanJson } from "../src/internal/json-scan.js";
+import { PrefixWriter } from "../src/internal/prefix-writer.js";
+import { xxh32 } from "../src/internal/xxh32.js";
 import { Rng } from "../src/random.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -251,9 +256,52 @@ function goals(rows: Row[]): string {
   return lines.length === 0 ? "" : ["| goal (7 targets) | measured | |", "|---|---:|---|", ...lines].join("\n");
 }
 
+/**
+ * The floors under the goals: the parts of a decision no implementation of today's routing input
+ * and chain format can skip, each measured alone on the same bodies. (a) hashes 64 KB of UTF-16 in
+ * 128 XXH32 blocks; bytes mode must validate the whole body (its validity decides between canonical
+ * and raw bytes) — the scanner alone is that pass.
+ */
+async function floors(): Promise<string> {
+  const chat = chatWorkload().objects[0] as { messages: { content: string }[] };
+  const text = chat.messages.map((m) => m.content).join("");
+  const writer = new PrefixWriter();
+  writer.begin(4 * text.length);
+  writer.utf16(text, text.length);
+  const utf16Bytes = writer.length;
+  const api = await xxhash();
+  const block = 512;
+  const blocks = Array.from({ length: Math.floor(utf16Bytes / block) }, (_, k) => writer.bytes.subarray(k * block, (k + 1) * block));
+  const bytesBody = largeJsonWorkload("bytes").bodies[0] as Uint8Array;
+  const objectBody = largeJsonWorkload("object").objects[0];
+  const decoder = new TextDecoder();
+  const out = new PrefixWriter();
+  const lines: string[] = ["| floor | median µs |", "|---|---:|"];
+  const row = async (name: string, fn: () => void) => lines.push(`| ${name} | ${us((await measure(fn)).medianUs)} |`);
+  await row(`(a) write the ${text.length}-character prompt as UTF-16LE`, () => {
+    writer.begin(4 * text.length);
+    writer.utf16(text, text.length);
+  });
+  await row(`(a) XXH32 chain over its ${blocks.length} blocks of ${block} bytes (this package's JS XXH32)`, () => {
+    let k = 0;
+    for (let i = 0; i < blocks.length; i++) k = xxh32(writer.bytes, writer.words, i * block, (i + 1) * block, k);
+  });
+  await row("(a) the same chain with xxhash-wasm's h32Raw", () => {
+    let k = 0;
+    for (const b of blocks) k = api.h32Raw(b, k >>> 0);
+  });
+  await row(`(b) bytes: validate the ${(bytesBody.length / 1024).toFixed(0)} KB body (scanJson: UTF-8, grammar, controls)`, () => scanJson(bytesBody));
+  await row("(b) bytes: JSON.parse(TextDecoder.decode(body))", () => JSON.parse(decoder.decode(bytesBody)));
+  await row("(b) object: write the first 64 KB of canonical JSON as UTF-8 (no hashing)", () => {
+    out.begin(65_536);
+    writeCanonicalPrefix(objectBody, 65_536, out);
+  });
+  return lines.join("\n");
+}
+
 const rows = await run();
 const title = `route() + release() per request; ${TIME_MS} ms per row; Node ${process.version}; ÷ stringify, ÷ parse = median / the baseline's median on the same bodies`;
-const report = `${title}\n\n${format(rows)}\n\n${goals(rows)}\n`;
+const report = `${title}\n\n${format(rows)}\n\n${goals(rows)}\n\nFloors (each part alone, same bodies):\n\n${await floors()}\n`;
 console.log(report);
 if (MARKDOWN !== undefined && MARKDOWN !== "") {
   writeFileSync(

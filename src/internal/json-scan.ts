@@ -14,7 +14,8 @@
  * (invalid inside JSON strings) sixteen bytes at a time, and UTF-8 validity is checked once for the
  * whole body by Node's native `isUtf8`. Everything outside strings (punctuation, numbers, literals,
  * whitespace) is read byte by byte. Memory: 16 bytes per value. (Finding quotes and backslashes
- * with the same word-at-a-time test as control characters measured 25–35% slower.)
+ * with a word-at-a-time test too — in one pass with control characters, or backslashes only —
+ * measured 20–35% slower on chat bodies, whose text has an escaped newline every ~100 bytes.)
  */
 
 // Kinds of tape entries.

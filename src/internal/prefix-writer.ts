@@ -217,10 +217,11 @@ export class PrefixWriter {
     for (; i < end && (i & 3) !== 0; i++) if (SPECIAL[bytes[i] as number] === 1) return i;
     let w = i >>> 2;
     const last = end >>> 2;
-    for (; w < last; w++) {
-      const x = words[w] as number;
-      if ((((x - 0x20202020) | ((x ^ 0x22222222) - 0x01010101) | ((x ^ 0x5c5c5c5c) - 0x01010101)) & ~x & 0x80808080) !== 0) break;
+    // Sixteen bytes per test while nothing is found, then word by word.
+    for (; w + 4 <= last; w += 4) {
+      if ((flags(words[w] as number) | flags(words[w + 1] as number) | flags(words[w + 2] as number) | flags(words[w + 3] as number)) !== 0) break;
     }
+    for (; w < last; w++) if (flags(words[w] as number) !== 0) break;
     for (i = Math.max(i, 4 * w); i < end; i++) if (SPECIAL[bytes[i] as number] === 1) return i;
     return end;
   }
@@ -252,6 +253,11 @@ for (let c = 0; c < 0x60; c++) {
   if (c >= 0x20 && c !== 0x22 && c !== 0x5c) continue;
   SPECIAL[c] = 1;
   ESCAPES[c] = Uint8Array.from(escapeOf(c), (ch) => ch.charCodeAt(0));
+}
+
+/** Bit 7 of each byte of `x` that may be a quote, a backslash or a control character (see `PrefixWriter.nextSpecial`). */
+function flags(x: number): number {
+  return (((x - 0x20202020) | ((x ^ 0x22222222) - 0x01010101) | ((x ^ 0x5c5c5c5c) - 0x01010101)) & ~x & 0x80808080) | 0;
 }
 
 /** Moves `bytes[from..to)` down to `out` (a short run by hand: no native call); returns the end. */
