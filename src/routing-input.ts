@@ -57,9 +57,16 @@ export function routingInput(body: unknown, options: RoutingInputOptions): strin
 
 /** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes (a view of `out`'s buffer). */
 export function bytesPrefix(body: unknown, prefixLength: number, out: PrefixWriter = new PrefixWriter()): Uint8Array {
-  out.begin(prefixLength);
-  writeBytesInput(body, out);
-  return out.bytes.subarray(0, out.length);
+  // A body's toJSON may route another request through the same router while this one is written.
+  const w = out.busy ? new PrefixWriter() : out;
+  w.busy = true;
+  try {
+    w.begin(prefixLength);
+    writeBytesInput(body, w);
+  } finally {
+    w.busy = false;
+  }
+  return w.bytes.subarray(0, w.length);
 }
 
 /**

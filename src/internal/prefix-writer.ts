@@ -32,6 +32,8 @@ export class PrefixWriter {
   words: Uint32Array = new Uint32Array(0);
   length = 0;
   limit = 0;
+  /** Set while a prefix is being written: a body's `toJSON` that routes another request must not reuse this writer. */
+  busy = false;
   /** The entries of the last JSON tape scanned for this writer, reused by the next scan (`json-scan.ts`). */
   tape: Int32Array | undefined;
   /** {@link PrefixWriter.reached} runs when `length` reaches this. */

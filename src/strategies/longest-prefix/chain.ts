@@ -80,18 +80,24 @@ export class ChainHasher {
    * prompt text). `tenant` must be validated.
    */
   chain(body: unknown, tenant: string | undefined, model: string | undefined): BlockChain | undefined {
-    const w = this.writer;
+    // A body's toJSON may route another request through this router while this one is written.
+    const w = this.writer.busy ? new ChainWriter(this.blockBytes) : this.writer;
     const max = this.config.maxInputLength;
-    // Text: up to `max` code points, 4 bytes each at most; bytes: `max` bytes.
-    w.start(this.mode === "text" ? 4 * max : max, this.seedOf(tenant, model));
-    if (this.mode === "text") writeTextInput(body, max, w);
-    else writeBytesInput(body, w);
-    return w.length === 0 ? undefined : w.finish();
+    w.busy = true;
+    try {
+      // Text: up to `max` code points, 4 bytes each at most; bytes: `max` bytes.
+      w.start(this.mode === "text" ? 4 * max : max, this.seedOf(tenant, model));
+      if (this.mode === "text") writeTextInput(body, max, w);
+      else writeBytesInput(body, w);
+      return w.length === 0 ? undefined : w.finish();
+    } finally {
+      w.busy = false;
+    }
   }
 
   /** @internal Chains `bytes[0..length)` from `seed`. Exposed for known-answer tests. */
   hashBlocks(bytes: Uint8Array, length: number, seed: ChainSeed): BlockChain {
-    const w = this.writer;
+    const w = this.writer.busy ? new ChainWriter(this.blockBytes) : this.writer;
     w.start(length, seed);
     w.copy(bytes, 0, length);
     return w.finish();

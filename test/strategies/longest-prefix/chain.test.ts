@@ -107,3 +107,32 @@ describe("tenants", () => {
     expect(firstCollisions).toBeLessThanOrEqual(5);
   });
 });
+
+describe("re-entrancy", () => {
+  it("routes a body whose toJSON routes another request through the same router, in both modes", async () => {
+    const { createRouter } = await import("prefix-router");
+    const targets = [{ id: "a" }, { id: "b" }, { id: "c" }];
+    for (const mode of ["text", "bytes"] as const) {
+      for (const strategy of ["longest-prefix", "prefix-aware"] as const) {
+        const router = await createRouter({ targets, strategy, mode });
+        // Keys as a router that has routed nothing gives them: neither body shares a block with the other.
+        const fresh = await createRouter({ targets, strategy, mode });
+        const inner = { model: "m", messages: [{ role: "user", content: "inner ".repeat(400) }] };
+        const innerKeys: (bigint | undefined)[] = [];
+        const tool = {
+          toJSON: () => {
+            const lease = router.route({ body: inner });
+            innerKeys.push(lease.key);
+            lease.release();
+            return { name: "t" };
+          },
+        };
+        const body = (t: unknown) => (mode === "text" ? { model: "m", tools: [t], messages: [{ role: "user", content: "outer ".repeat(400) }] } : { a: t, z: "outer ".repeat(400) });
+        const lease = router.route({ body: body(tool) });
+        expect(lease.key).toBe(fresh.rank({ body: body({ name: "t" }) }).key);
+        expect(innerKeys[0]).toBe(fresh.rank({ body: inner }).key);
+        lease.release();
+      }
+    }
+  });
+});
