@@ -28,7 +28,7 @@ const SLACK = 8;
 export class PrefixWriter {
   /** The bytes written so far are `bytes[0..length)`. Its `byteOffset` is 0, so `words` views the same memory. */
   bytes: Uint8Array = new Uint8Array(0);
-  /** `bytes` as little-endian-agnostic uint32 words (for hashing and scanning four bytes at a time). */
+  /** `bytes` as uint32 words in the platform's byte order (hashing and scanning read four bytes at a time). */
   words: Uint32Array = new Uint32Array(0);
   length = 0;
   limit = 0;
