@@ -13,6 +13,7 @@
  */
 import stableStringify from "fast-json-stable-stringify";
 import { CANONICAL_MAX_DEPTH, RouterError } from "./errors.js";
+import type { PrefixWriter } from "./internal/prefix-writer.js";
 
 /**
  * The canonical JSON text of a JavaScript value.
@@ -106,6 +107,16 @@ function bigIntError(): RouterError {
 const PREFIX_FULL: unique symbol = Symbol("prefix full");
 
 /**
+ * Where {@link walkPrefix} writes: `text` appends JSON text (punctuation, numbers, literals), `string`
+ * appends a string as a JSON literal, without its closing quote when `close` is false; both return
+ * the UTF-16 length of what they appended, which is what the prefix is measured in.
+ */
+interface PrefixSink {
+  text(s: string): number;
+  string(s: string, close: boolean): number;
+}
+
+/**
  * @internal The beginning of `canonicalize(value)`: at least `maxUnits` UTF-16 units of it (or
  * all of it when shorter), stopping as soon as that much is written. Equal to
  * `canonicalize(value).slice(0, result.length)` — the property tests pin this. Only the part it
@@ -114,12 +125,46 @@ const PREFIX_FULL: unique symbol = Symbol("prefix full");
  */
 export function canonicalPrefix(value: unknown, maxUnits: number): string {
   const parts: string[] = [];
+  walkPrefix(value, maxUnits, {
+    text(s) {
+      parts.push(s);
+      return s.length;
+    },
+    string(s, close) {
+      const json = JSON.stringify(s);
+      parts.push(close ? json : json.slice(0, -1));
+      return close ? json.length : json.length - 1;
+    },
+  });
+  return parts.join("");
+}
+
+/**
+ * @internal {@link canonicalPrefix} written into `out` as UTF-8 — the same walk, so the same values
+ * are visited (`toJSON` called, cycles, BigInt and depth checked) and it stops at the same point:
+ * `out` receives the first `out.limit` bytes of `UTF-8(canonicalize(value))` whenever that is
+ * within the first `maxUnits` units (always, for `maxUnits` ≥ `out.limit`: a unit is ≥ 1 byte).
+ * No intermediate strings: string members go straight from the value into `out`.
+ */
+export function writeCanonicalPrefix(value: unknown, maxUnits: number, out: PrefixWriter): void {
+  walkPrefix(value, maxUnits, {
+    text(s) {
+      out.utf8(s);
+      return s.length;
+    },
+    string(s, close) {
+      return out.jsonString(s, close);
+    },
+  });
+}
+
+/** The walk of {@link canonicalPrefix}: canonical JSON of `value` into `sink` until `maxUnits` UTF-16 units are written. */
+function walkPrefix(value: unknown, maxUnits: number, sink: PrefixSink): void {
   let length = 0;
   const stack: object[] = [];
 
   const emit = (s: string): void => {
-    parts.push(s);
-    length += s.length;
+    length += sink.text(s);
     if (length >= maxUnits) throw PREFIX_FULL;
   };
 
@@ -159,7 +204,9 @@ export function canonicalPrefix(value: unknown, maxUnits: number): string {
       for (const key of Object.keys(node).sort()) {
         const member = resolve((node as Record<string, unknown>)[key]);
         if (member === undefined || typeof member === "function" || typeof member === "symbol") continue;
-        emit(`${first ? "" : ","}${JSON.stringify(key)}:`);
+        // One piece, as `,"key":`: the prefix is measured after the whole of it.
+        length += (first ? 0 : sink.text(",")) + sink.string(key, true) + sink.text(":");
+        if (length >= maxUnits) throw PREFIX_FULL;
         first = false;
         write(member, depth + 1);
       }
@@ -178,11 +225,12 @@ export function canonicalPrefix(value: unknown, maxUnits: number): string {
       let cut = room + 1;
       const last = s.charCodeAt(cut - 1);
       if (last >= 0xd800 && last <= 0xdbff) cut++;
-      const head = JSON.stringify(s.slice(0, cut));
-      emit(head.slice(0, -1)); // without the closing quote: a prefix of the full string's JSON
-      return;
+      // Without the closing quote: a prefix of the full string's JSON.
+      length += sink.string(s.slice(0, cut), false);
+      throw PREFIX_FULL;
     }
-    emit(JSON.stringify(s));
+    length += sink.string(s, true);
+    if (length >= maxUnits) throw PREFIX_FULL;
   };
 
   try {
@@ -192,7 +240,6 @@ export function canonicalPrefix(value: unknown, maxUnits: number): string {
   } catch (e) {
     if (e !== PREFIX_FULL) throw e;
   }
-  return parts.join("");
 }
 
 /** fast-json-stable-stringify's toJSON rule: any truthy value with a toJSON method. */

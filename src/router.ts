@@ -11,6 +11,7 @@ import { checkRouteOptions } from "./call-checks.js";
 import { parseJson } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
 import { hexKey } from "./internal/hex.js";
+import { PrefixWriter } from "./internal/prefix-writer.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "./options.js";
@@ -56,6 +57,8 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
   const { mode, prefixLength } = config;
   // The strategy reports forgotten targets to the router, which exists once the strategy does.
   let router: PrefixRouter<T> | undefined;
+  // The routing key's bytes-mode input is written into one buffer per router, reused per request.
+  const writer = new PrefixWriter();
   const env: BuiltInEnv = {
     mode,
     prefixLength,
@@ -67,7 +70,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     longestPrefix: config.longestPrefix,
     closedLoop: config.closedLoop,
     routingPrefix(request: StrategyRequest): PrefixKey | undefined {
-      const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength);
+      const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength, writer);
       return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length };
     },
     routingKey: (request: StrategyRequest) => env.routingPrefix(request)?.key,

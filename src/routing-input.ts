@@ -10,11 +10,18 @@
  *   completions (the order a chat template renders them); `instructions`, `input`, `tools` for
  *   the Responses API. See {@link promptText}.
  *
- * Cost: both modes read the body only until the prefix is full (bytes mode still sorts the keys
- * of every object it enters, and JSON text or bytes must be parsed whole).
+ * Cost: both modes read the body only until the prefix is full, and write it straight into the
+ * buffer that is hashed ({@link PrefixWriter}). Bytes mode still sorts the keys of every object it
+ * enters; JSON text or bytes are scanned, not parsed: a validating pass over the whole body (its
+ * validity decides between canonical JSON and raw bytes) that skips string contents at memchr speed
+ * (`internal/json-scan.ts`), then the canonical prefix is written from the scanned spans
+ * (`internal/canonical-tape.ts`) — byte for byte what `canonicalize(JSON.parse(text))` begins with.
  */
-import { canonicalPrefix, canonicalize, parseJson } from "./canonical-json.js";
+import { canonicalPrefix, canonicalize, parseJson, writeCanonicalPrefix } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
+import { writeCanonicalTape } from "./internal/canonical-tape.js";
+import { scanJson } from "./internal/json-scan.js";
+import { PrefixWriter } from "./internal/prefix-writer.js";
 
 /** How the routing input is read from a body. */
 export type RoutingMode = "text" | "bytes";
@@ -45,39 +52,76 @@ export function routingInput(body: unknown, options: { mode: "text"; prefixLengt
 export function routingInput(body: unknown, options: { mode: "bytes"; prefixLength: number }): Uint8Array;
 export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array;
 export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array {
-  return options.mode === "bytes" ? bytesPrefix(body, options.prefixLength) : textPrefix(body, options.prefixLength);
+  // A copy: the caller owns it (bytesPrefix returns a view of its writer's buffer).
+  return options.mode === "bytes" ? new Uint8Array(bytesPrefix(body, options.prefixLength)) : textPrefix(body, options.prefixLength);
 }
 
-/** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes. */
-export function bytesPrefix(body: unknown, prefixLength: number): Uint8Array {
-  let bytes: Uint8Array;
-  if (body instanceof Uint8Array || typeof body === "string") {
-    const json = tryParseJson(body);
-    if (json.ok) bytes = encoder.encode(canonicalPrefix(json.value, prefixLength));
-    else bytes = typeof body === "string" ? encoder.encode(body) : body;
-  } else if (body instanceof ArrayBuffer) {
-    return bytesPrefix(new Uint8Array(body), prefixLength);
-  } else if (ArrayBuffer.isView(body)) {
-    return bytesPrefix(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), prefixLength);
-  } else {
-    // At least `prefixLength` UTF-16 units of canonical JSON make at least that many UTF-8 bytes.
-    bytes = encoder.encode(canonicalPrefix(body, prefixLength));
-  }
-  return bytes.length > prefixLength ? bytes.subarray(0, prefixLength) : bytes;
-}
-
-function tryParseJson(body: string | Uint8Array): { ok: true; value: unknown } | { ok: false } {
-  // A JSON text starts (after whitespace) with one of these; anything else is raw data and
-  // need not be decoded at all.
-  const first = firstNonSpace(body);
-  if (first === -1 || !JSON_START.has(first)) return { ok: false };
+/** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes (a view of `out`'s buffer). */
+export function bytesPrefix(body: unknown, prefixLength: number, out: PrefixWriter = new PrefixWriter()): Uint8Array {
+  // A body's toJSON may route another request through the same router while this one is written.
+  const w = out.busy ? new PrefixWriter() : out;
+  w.busy = true;
   try {
-    return { ok: true, value: parseJson(body) };
-  } catch {
-    return { ok: false };
+    w.begin(prefixLength);
+    writeBytesInput(body, w);
+  } finally {
+    w.busy = false;
+  }
+  return w.bytes.subarray(0, w.length);
+}
+
+/**
+ * @internal Writes the bytes-mode routing input of `body` into `out` (begun with the prefix length
+ * as its limit): the beginning of its canonical JSON when it is a value, or JSON text or bytes that
+ * parse; else its raw bytes (CSV, images, anything that does not parse as JSON).
+ */
+export function writeBytesInput(body: unknown, out: PrefixWriter): void {
+  if (body instanceof Uint8Array) writeJsonBytes(body, out);
+  else if (typeof body === "string") writeJsonText(body, out);
+  else if (body instanceof ArrayBuffer) writeJsonBytes(new Uint8Array(body), out);
+  else if (ArrayBuffer.isView(body)) writeJsonBytes(new Uint8Array(body.buffer, body.byteOffset, body.byteLength), out);
+  // At least `limit` UTF-16 units of canonical JSON make at least that many UTF-8 bytes.
+  else writeCanonicalPrefix(body, out.limit, out);
+}
+
+/**
+ * Nesting from which JSON bytes go through `JSON.parse` and {@link canonicalPrefix} instead of the
+ * scanner: that walk rejects nesting deeper than `CANONICAL_MAX_DEPTH` (1,024) with `ERR_TOO_DEEP`
+ * when it reaches it, and keeping it there keeps exactly those errors.
+ */
+const DEEP = 1000;
+
+function writeJsonBytes(bytes: Uint8Array, out: PrefixWriter): void {
+  const first = firstNonSpace(bytes);
+  const tape = first !== -1 && JSON_START.has(first) ? scanJson(bytes, out.tape) : undefined;
+  if (tape !== undefined) out.tape = tape.entries;
+  if (tape === undefined) out.copy(bytes, 0, bytes.length);
+  else if (tape.depth < DEEP) writeCanonicalTape(bytes, tape, out);
+  else out.utf8(canonicalPrefix(parseJson(bytes), out.limit));
+}
+
+function writeJsonText(text: string, out: PrefixWriter): void {
+  const first = firstNonSpace(text);
+  if (first === -1 || !JSON_START.has(first)) {
+    out.utf8(text);
+  } else if ((text as { isWellFormed?: () => boolean }).isWellFormed?.() === true) {
+    // Well-formed text parses as its UTF-8 does, and if it is not JSON, those are its raw bytes.
+    writeJsonBytes(encoder.encode(text), out);
+  } else {
+    // A lone surrogate: JSON.parse keeps it in a string (canonical JSON escapes it), UTF-8 cannot.
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      out.utf8(text);
+      return;
+    }
+    out.utf8(canonicalPrefix(value, out.limit));
   }
 }
 
+// A JSON text starts (after whitespace) with one of these; anything else is raw data and need not
+// be scanned at all.
 const JSON_START = new Set([..."{[\"-0123456789tfn"].map((c) => c.charCodeAt(0)));
 
 function firstNonSpace(body: string | Uint8Array): number {
@@ -138,13 +182,29 @@ const M = {
  * @internal
  */
 export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): string {
+  const out = new TextCollector(budget);
+  renderPrompt(body, out);
+  return out.text();
+}
+
+/**
+ * @internal Writes the text-mode routing input of `body` — the first `maxPoints` code points of its
+ * prompt text — into `out` (begun with a limit of at least 4 × `maxPoints` bytes) as UTF-16LE, the
+ * pieces straight from the body: equal to the UTF-16LE bytes of `textPrefix(body, maxPoints)`.
+ */
+export function writeTextInput(body: unknown, maxPoints: number, out: PrefixWriter): void {
+  renderPrompt(body, new Utf16Collector(maxPoints, out));
+}
+
+/** The walk of {@link promptText}: the body's prompt pieces, in rendering order, into `out` until it is full. */
+function renderPrompt(body: unknown, out: Collector): void {
   const obj = asObject(body);
-  const out = new Collector(budget);
+  // A Responses API body (no `messages`, no `prompt`): instructions, input items, then tools.
   if (obj.messages === undefined && obj.prompt === undefined) {
     if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
     if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
     if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
-    return out.text();
+    return;
   }
   if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
   if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
@@ -156,7 +216,6 @@ export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): st
   }
   if (obj.prompt !== undefined) pushPromptLike(out, M.prompt, obj.prompt);
   if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
-  return out.text();
 }
 
 function asObject(body: unknown): Record<string, unknown> {
@@ -272,21 +331,24 @@ function escape(s: string): string {
   return s.includes("\u0000") ? s.replaceAll("\u0000", "\u0000\u0000") : s;
 }
 
-/** Collects text pieces until the budget (in UTF-16 units) is reached; later pieces are skipped. */
-class Collector {
-  private readonly parts: string[] = [];
+/**
+ * Takes text pieces until the budget (in UTF-16 units) is reached; later pieces are skipped. What
+ * becomes of a kept piece is the subclass's: the string collector keeps it, the UTF-16 one writes it.
+ */
+abstract class Collector {
   private length = 0;
   constructor(private readonly budget: number) {}
   get full(): boolean {
     return this.length >= this.budget;
   }
+  protected abstract take(piece: string): void;
   push(...pieces: string[]): void {
     for (const piece of pieces) {
       if (this.length >= this.budget) return;
       const room = this.budget - this.length;
       // Keep one extra unit so a surrogate pair at the cut can still be completed.
       const kept = piece.length > room + 1 ? piece.slice(0, room + 1) : piece;
-      this.parts.push(kept);
+      this.take(kept);
       this.length += kept.length;
     }
   }
@@ -298,14 +360,78 @@ class Collector {
     this.push(marker);
     if (this.length >= this.budget) return;
     const room = this.budget - this.length;
-    this.push(escape(raw.length > room + 1 ? raw.slice(0, room + 1) : raw));
+    if (raw.length > room + 1) {
+      // Escaping only lengthens it: the piece fills the budget whatever it holds.
+      this.takeCut(raw, room + 1);
+      this.length += room + 1;
+    } else {
+      this.push(escape(raw));
+    }
+  }
+  /** Takes the first `units` units of escaped `raw` (longer than that). */
+  protected takeCut(raw: string, units: number): void {
+    this.take(escape(raw.slice(0, units)).slice(0, units));
+  }
+}
+
+class TextCollector extends Collector {
+  private readonly parts: string[] = [];
+  protected take(piece: string): void {
+    this.parts.push(piece);
   }
   text(): string {
     return this.parts.length === 1 ? (this.parts[0] as string) : this.parts.join("");
   }
 }
 
+/**
+ * Writes the first `maxPoints` code points of the collected text as UTF-16LE, piece by piece, with
+ * the collector's budget at 2 × `maxPoints` units, as {@link textPrefix} reads it. Counting code
+ * points piece by piece equals counting them in the joined text: every piece after the first
+ * starts with a marker (U+0000), so no surrogate pair spans two pieces.
+ */
+class Utf16Collector extends Collector {
+  private points = 0;
+  constructor(
+    private readonly maxPoints: number,
+    private readonly out: PrefixWriter,
+  ) {
+    super(2 * maxPoints);
+  }
+  /** Only as much of a long message as the code points still wanted: escaping reads what it is given. */
+  protected override takeCut(raw: string, units: number): void {
+    const left = this.maxPoints - this.points;
+    if (left <= 0) return;
+    // `left` code points are at most `left` units of one-byte text, `2 × left` otherwise.
+    const wanted = (NOT_LATIN1.test(raw) ? 2 * left : left) + 1;
+    super.takeCut(raw, Math.min(units, wanted));
+  }
+
+  protected take(piece: string): void {
+    const left = this.maxPoints - this.points;
+    if (left <= 0) return;
+    // V8 answers this at once for one-byte strings (no surrogates possible).
+    if (!SURROGATE.test(piece)) {
+      const n = Math.min(piece.length, left);
+      this.out.utf16(piece, n);
+      this.points += n;
+      return;
+    }
+    let units = 0;
+    let points = 0;
+    for (; points < left && units < piece.length; points++) {
+      const c = piece.charCodeAt(units);
+      const d = units + 1 < piece.length ? piece.charCodeAt(units + 1) : 0;
+      units += c >= 0xd800 && c <= 0xdbff && d >= 0xdc00 && d <= 0xdfff ? 2 : 1;
+    }
+    this.out.utf16(piece, units);
+    this.points += points;
+  }
+}
+
 const SURROGATE = /[\ud800-\udfff]/;
+/** Matches a character beyond U+00FF; V8 answers at once for one-byte strings. */
+const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
 /** The first `n` code points of `s`; a surrogate pair is never split. */
 export function truncateCodePoints(s: string, n: number): string {

@@ -1,7 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, routingInput } from "prefix-router";
-import { truncateCodePoints } from "../src/routing-input.js";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, isRouterError, routingInput } from "prefix-router";
+import { PrefixWriter } from "../src/internal/prefix-writer.js";
+import { bytesPrefix, textPrefix, truncateCodePoints, writeTextInput } from "../src/routing-input.js";
+import { oracleBytesPrefix } from "./bytes-prefix-oracle.js";
+import { jsonText, mutated, rawString } from "./json-texts.js";
 import { codeOf } from "./support.js";
 
 const enc = new TextEncoder();
@@ -240,5 +243,127 @@ describe("text mode — equivalent content shapes", () => {
     const out = input(big);
     expect(out.startsWith("\u0000muser\u0000c\u0000ta\u0000\u0000bxxx")).toBe(true);
     expect([...out].length).toBe(4096);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Identity with the implementation before the JSON scanner (test/bytes-prefix-oracle.ts).
+
+/** The same text as every body form bytes mode reads: string, bytes at an odd offset, Buffer, ArrayBuffer, DataView. */
+function forms(text: string): unknown[] {
+  const bytes = enc.encode(text);
+  const odd = new Uint8Array(bytes.length + 3);
+  odd.set(bytes, 3);
+  return [text, bytes, odd.subarray(3), Buffer.from(bytes), bytes.slice().buffer, new DataView(odd.buffer, 3, bytes.length)];
+}
+
+function outcome(f: () => Uint8Array): Uint8Array | string {
+  try {
+    return new Uint8Array(f());
+  } catch (e) {
+    return isRouterError(e) ? e.code : String(e);
+  }
+}
+
+describe("bytes mode — byte for byte the input of the parse-everything implementation", () => {
+  const same = (body: unknown, n: number): void => {
+    expect(outcome(() => bytesPrefix(body, n))).toEqual(outcome(() => oracleBytesPrefix(body, n)));
+  };
+
+  it("on any JSON text, in any body form, at any prefix length (property)", () => {
+    fc.assert(
+      fc.property(jsonText, fc.integer({ min: 1, max: 300 }), (t, n) => {
+        for (const body of forms(t)) same(body, n);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("on texts that are not JSON, or only nearly: raw bytes, as before (property)", () => {
+    fc.assert(
+      fc.property(mutated, fc.integer({ min: 1, max: 200 }), (t, n) => {
+        for (const body of forms(t)) same(body, n);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("on invalid UTF-8, lone surrogates in JSON text, BOMs and whitespace-only bodies", () => {
+    const bad = [[0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82]];
+    for (const b of bad) {
+      for (const t of ['{"a":"x', '["', '"']) {
+        const head = enc.encode(t);
+        const body = Uint8Array.from([...head, ...b, ...enc.encode('"}'.slice(t.startsWith("[") ? 0 : 0))]);
+        same(body, 64);
+        same(Uint8Array.from([...enc.encode('{"a":"'), ...b, ...enc.encode('"}')]), 64);
+      }
+    }
+    for (const t of ['{"a":"\ud800"}', '["\udfff x"]', '"\ud83d"', "\ud800", '{"\ud800":1}']) same(t, 64);
+    for (const t of ["\ufeff{}", " \ufeff[1]", "", "   ", "\n\t", "{}", "[]", '""', "0", "-", "tru", "nul"]) {
+      for (const body of forms(t)) same(body, 16);
+    }
+  });
+
+  it("on deep nesting, with the same ERR_TOO_DEEP where the walk reaches it", () => {
+    for (const depth of [999, 1000, 1023, 1024, 1025, 1026, 5000]) {
+      for (const [open, close] of [["[", "]"], ['{"a":', "}"]] as const) {
+        const t = open.repeat(depth) + "1" + close.repeat(depth);
+        for (const n of [1024, 2000, 6000, 65_536]) same(enc.encode(t), n);
+        same(enc.encode(`[${"1,".repeat(600)}${t}]`), 65_536);
+      }
+    }
+  });
+
+  it("on long strings with escapes spread through them, cut anywhere", () => {
+    const doc = `${"policy text é ü 数据 😀 ".repeat(200)}\n\t"quoted" \\ back\\slash \u0001 / \u2028`.repeat(5);
+    const body = JSON.stringify({ z: 1, messages: [{ role: "system", content: doc }, { content: doc.slice(7), role: "user" }], a: [1.5, -0, 1e21] });
+    const escaped = body.replace(/é/g, "\\u00E9").replace(/\//g, "\\/");
+    for (let n = 1; n < 30_000; n += 997) {
+      same(enc.encode(body), n);
+      same(enc.encode(escaped), n);
+    }
+  });
+
+  it("on JavaScript values: the same prefix, the same errors (property)", () => {
+    const cyclic: Record<string, unknown> = { a: 1 };
+    cyclic.self = cyclic;
+    const values = fc.oneof(
+      fc.jsonValue({ maxDepth: 4 }),
+      fc.anything({ maxDepth: 3, withBoxedValues: false, withBigInt: true, withDate: true, withTypedArray: true, withSparseArray: true, withNullPrototype: true }),
+      fc.constantFrom(cyclic, { b: 1, a: cyclic }, { toJSON: () => "x\ud800y" }, { a: () => 1, b: Symbol("s"), c: undefined }, [undefined, () => 1], new Date(0)),
+      rawString.map((s) => ({ s, [s]: [s, { s }] })),
+    );
+    fc.assert(
+      fc.property(values, fc.integer({ min: 1, max: 200 }), (v, n) => {
+        same(v, n);
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
+describe("text mode — the writer gives the UTF-16LE of textPrefix", () => {
+  it("for any chat body and prefix length (property)", () => {
+    const piece = fc.string({ unit: fc.constantFrom("a", "é", "😀", "\ud800", "\udc00", "\u0000", "x", "数"), maxLength: 30 });
+    const long = fc.string({ unit: fc.constantFrom("a", "é", "😀", "\ud800", "\u0000", "数"), minLength: 100, maxLength: 400 });
+    const content = fc.oneof(piece, long, fc.array(fc.oneof(piece, fc.record({ type: fc.constant("text"), text: piece }), fc.record({ type: fc.constant("image_url"), image_url: piece })), { maxLength: 3 }));
+    const body = fc.record(
+      {
+        messages: fc.array(fc.record({ role: piece, content, name: piece }, { requiredKeys: ["role"] }), { maxLength: 4 }),
+        tools: fc.array(fc.record({ name: piece }), { maxLength: 2 }),
+        prompt: fc.oneof(piece, fc.array(piece, { maxLength: 3 })),
+        instructions: piece,
+      },
+      { requiredKeys: [] },
+    );
+    const writer = new PrefixWriter();
+    fc.assert(
+      fc.property(body, fc.integer({ min: 1, max: 120 }), (b, n) => {
+        writer.begin(4 * n);
+        writeTextInput(b, n, writer);
+        expect(Buffer.from(writer.bytes.subarray(0, writer.length)).equals(Buffer.from(textPrefix(b, n), "utf16le"))).toBe(true);
+      }),
+      { numRuns: 3000 },
+    );
   });
 });

@@ -161,7 +161,7 @@ describe("runBenchmark", () => {
     expect(four!.instanceShares).toEqual(one!.instanceShares);
   });
 
-  it("longest-prefix keeps its hit rate with four router processes; longest-prefix:exclusive does not", async () => {
+  it("longest-prefix keeps its hit rate with four router processes, exclusive or not", async () => {
     const rows = await runBenchmark({
       workloads: ["sharegpt"],
       strategies: ["longest-prefix", "longest-prefix:exclusive"],
@@ -172,7 +172,8 @@ describe("runBenchmark", () => {
     // Conversations whose turns arrive through different processes: each process that has not
     // seen the conversation places it anew, so the processes must agree where it goes.
     expect(hit("longest-prefix", 1) - hit("longest-prefix", 4)).toBeLessThan(0.05);
-    expect(hit("longest-prefix:exclusive", 1) - hit("longest-prefix:exclusive", 4)).toBeGreaterThan(0.15);
+    // exclusive: true acts on smaller gaps in queued prefill, among the same candidates.
+    expect(hit("longest-prefix:exclusive", 1) - hit("longest-prefix:exclusive", 4)).toBeLessThan(0.05);
   });
 
   it.each([

@@ -16,21 +16,13 @@
  *   entry is the least recently used, so it is the next to be evicted, or it is refreshed when
  *   its block is recorded again). Times are read from the router's clock.
  *
- * Cost: lookup O(log n) map probes per target for a chain of n blocks; recording O(n).
- * Memory: lru-cache preallocates its slot arrays for `capacityBlocks` on the first record, and a
- * `Map` entry per held block; with 32-bit keys (V8 small integers, no heap number per key) that is
- * {@link BYTES_PER_SLOT} per slot of capacity plus {@link BYTES_PER_ENTRY} per held block —
- * ≈ 52 bytes per block when full (measured: test/longest-prefix-memory.test.ts).
+ * Cost: lookup O(log n) table probes per target for a chain of n blocks; recording O(n), no
+ * allocation. Memory: the LRU (`internal/int-lru.ts`: lru-cache's semantics in typed arrays)
+ * allocates 16 bytes per slot of capacity on the first record, and its hash table 2–4 int32 per
+ * held block — ≈ 24.5 bytes per block when full (measured: test/strategies/longest-prefix/
+ * blocks.test.ts; with lru-cache's `Map` it was ≈ 52).
  */
-import { LRUCache } from "lru-cache";
-
-/**
- * Bytes preallocated per slot of capacity: key and value arrays (8 + 8), the `next`/`prev` links
- * and the free stack (3 × 2 bytes below 65,536 slots, 3 × 4 above).
- */
-export const BYTES_PER_SLOT = 22;
-/** Bytes per held block in the `Map` of an LRU (V8 ordered hash table: 3 words + buckets + growth slack). */
-export const BYTES_PER_ENTRY = 32;
+import { IntLru } from "../../internal/int-lru.js";
 
 /** TTL resolution: an entry's age is measured in `ttlMs / TTL_UNITS`. */
 const TTL_UNITS = 1024;
@@ -69,7 +61,7 @@ export interface IndexSettings {
 
 /** @internal The block index of one target. */
 export class TargetBlocks {
-  private lru: LRUCache<number, number> | undefined;
+  private lru: IntLru | undefined;
 
   constructor(
     readonly id: string,
@@ -108,7 +100,7 @@ export class TargetBlocks {
   /** Inserts or refreshes `keys[0..n)`, last first, so the head of the chain is the most recent. */
   record(keys: Int32Array, n: number, now: number): void {
     if (n === 0) return;
-    this.lru ??= new LRUCache<number, number>({ max: this.settings.capacityBlocks });
+    this.lru ??= new IntLru(this.settings.capacityBlocks);
     const lru = this.lru;
     const value = this.settings.ttlMs > 0 ? now : 0;
     for (let i = n - 1; i >= 0; i--) lru.set(keys[i] as number, value);
@@ -121,20 +113,17 @@ export class TargetBlocks {
     for (let i = from; i < keys.length; i++) lru.delete(keys[i] as number);
   }
 
-  /** Forgets every block (the target's cache is gone); keeps the allocated slots. */
+  /** Forgets every block (the target's cache is gone); the arrays are allocated again on the next record. */
   clear(): void {
-    this.lru?.clear();
+    this.lru = undefined;
   }
 
-  /** Estimated heap bytes. */
+  /** Heap bytes of the index's arrays. */
   estimatedBytes(): number {
-    if (this.lru === undefined) return 0;
-    const c = this.settings.capacityBlocks;
-    const slot = c <= 65_536 ? BYTES_PER_SLOT : BYTES_PER_SLOT + 6;
-    return c * slot + this.lru.size * BYTES_PER_ENTRY;
+    return this.lru === undefined ? 0 : this.lru.bytes;
   }
 
-  private holds(lru: LRUCache<number, number>, key: number, now: number): boolean {
+  private holds(lru: IntLru, key: number, now: number): boolean {
     if (this.settings.ttlMs === 0) return lru.has(key);
     const at = lru.peek(key);
     return at !== undefined && now - at <= TTL_UNITS;
