@@ -203,10 +203,10 @@ function renderPrompt(body: unknown, out: Collector): void {
   if (obj.messages === undefined && obj.prompt === undefined) {
     if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
     if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
-    if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
+    if (obj.tools !== undefined) out.json(M.tools, obj.tools);
     return;
   }
-  if (obj.tools !== undefined) out.push(M.tools, canonicalize(obj.tools));
+  if (obj.tools !== undefined) out.json(M.tools, obj.tools);
   if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
   if (Array.isArray(obj.messages)) {
     for (const message of obj.messages) {
@@ -244,7 +244,7 @@ function pushMessage(out: Collector, message: unknown): void {
   if (typeof m.name === "string") out.field(M.name, m.name);
   out.push(M.content);
   pushContent(out, m.content);
-  if (m.tool_calls !== undefined) out.push(M.toolCalls, canonicalize(m.tool_calls));
+  if (m.tool_calls !== undefined) out.json(M.toolCalls, m.tool_calls);
   if (typeof m.tool_call_id === "string") out.field(M.toolCallId, m.tool_call_id);
 }
 
@@ -254,7 +254,7 @@ function pushContent(out: Collector, content: unknown): void {
     return;
   }
   if (!Array.isArray(content)) {
-    if (content !== undefined && content !== null) out.push(M.other, canonicalize(content));
+    if (content !== undefined && content !== null) out.json(M.other, content);
     return;
   }
   for (const part of content) {
@@ -302,7 +302,7 @@ function pushPart(out: Collector, part: unknown): void {
     out.field(M.file, file.file_data);
     return;
   }
-  out.push(M.other, canonicalize(part));
+  out.json(M.other, part);
 }
 
 function pushPromptLike(out: Collector, marker: string, value: unknown): void {
@@ -316,7 +316,7 @@ function pushPromptLike(out: Collector, marker: string, value: unknown): void {
       if (typeof item === "string") out.field(marker, item);
       else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
       else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
-      else out.push(marker, canonicalize(item));
+      else out.json(marker, item);
     }
     return;
   }
@@ -367,6 +367,16 @@ abstract class Collector {
     } else {
       this.push(escape(raw));
     }
+  }
+  /**
+   * A marker, then the canonical JSON of `value` — only as much of it as the budget takes: the
+   * rest of the value is never visited (a 10,000-level tool schema past the prefix costs nothing
+   * and cannot fail).
+   */
+  json(marker: string, value: unknown): void {
+    this.push(marker);
+    if (this.length >= this.budget) return;
+    this.push(canonicalPrefix(value, this.budget - this.length + 1));
   }
   /** Takes the first `units` units of escaped `raw` (longer than that). */
   protected takeCut(raw: string, units: number): void {

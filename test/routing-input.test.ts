@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, isRouterError, routingInput } from "prefix-router";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, canonicalize, createRouter, isRouterError, routingInput } from "prefix-router";
 import { PrefixWriter } from "../src/internal/prefix-writer.js";
 import { bytesPrefix, textPrefix, truncateCodePoints, writeTextInput } from "../src/routing-input.js";
 import { oracleBytesPrefix } from "./bytes-prefix-oracle.js";
@@ -365,5 +365,38 @@ describe("text mode — the writer gives the UTF-16LE of textPrefix", () => {
       }),
       { numRuns: 3000 },
     );
+  });
+});
+
+describe("text mode reads only as much structure as the prefix needs", () => {
+  const deep = (levels: number): unknown => {
+    let v: unknown = "leaf";
+    for (let i = 0; i < levels; i++) v = { nested: v };
+    return v;
+  };
+  const body = (second: unknown) => ({
+    model: "m",
+    tools: [{ type: "function", function: { name: "lookup", description: "d".repeat(10_000) } }, second],
+    messages: [{ role: "user", content: "hello" }],
+  });
+
+  it("a tool nested 5,000 levels deep past the prefix neither fails nor changes the routing input", async () => {
+    const tail = { type: "function", function: { name: "deep", parameters: deep(5_000) } };
+    expect(routingInput(body(tail), { mode: "text", prefixLength: 4096 })).toBe(
+      routingInput(body({ type: "function", function: { name: "x" } }), { mode: "text", prefixLength: 4096 }),
+    );
+    const router = await createRouter({ targets: [{ id: "a" }, { id: "b" }, { id: "c" }] });
+    const decisions: string[] = [];
+    const other = await createRouter({ targets: [{ id: "a" }, { id: "b" }, { id: "c" }], onDecision: (d) => decisions.push(d.input) });
+    const lease = other.route({ body: body(tail) });
+    expect(decisions).toEqual(["canonical"]);
+    expect(lease.key).toBe(router.rank({ body: body({ type: "function", function: { name: "x" } }) }).key);
+    lease.release();
+  });
+
+  it("a reference cycle in a tool past the prefix is never visited", () => {
+    const cyclic: Record<string, unknown> = { type: "function" };
+    cyclic.self = cyclic;
+    expect(() => routingInput(body(cyclic), { mode: "text", prefixLength: 4096 })).not.toThrow();
   });
 });
