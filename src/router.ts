@@ -24,7 +24,7 @@ import { KIND_COUNTER, buildStats } from "./stats.js";
 import { DEFAULT_CLOSED_LOOP, type PredictionVerdict, judgePrediction } from "./strategies/closed-loop.js";
 import { type BuiltInEnv, createStrategy } from "./strategies/index.js";
 import { PrefixAware, type PrefixKey } from "./strategies/prefix-aware.js";
-import type { RoutingStrategy, StrategyRequest, StrategySpec } from "./strategies/strategy.js";
+import type { Commitment, RoutingStrategy, StrategyPick, StrategyRequest, StrategySpec } from "./strategies/strategy.js";
 import { TargetState } from "./target-state.js";
 import { TELEMETRY, loadTelemetry } from "./telemetry/load.js";
 import type {
@@ -180,6 +180,18 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random);
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
+    return this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input));
+  }
+
+  /** Announces a pick (`onDecision`), commits it and opens its lease: the one way a target is taken. */
+  private take(
+    snap: Snapshot<T>,
+    pick: StrategyPick,
+    prepared: Prepared<T>,
+    attempt: number,
+    now: number,
+    commit: () => Commitment | undefined,
+  ): Lease<T> {
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
     const { key, predictedCachedTokens } = pick;
@@ -196,7 +208,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       input: prepared.inputKind,
       predictedCachedTokens,
     });
-    const commitment = this.impl.commit?.(view, pick, input);
+    const commitment = commit();
     state.inflight++;
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
@@ -218,25 +230,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
           : `Target ${JSON.stringify(id)} no longer serves model ${JSON.stringify(prepared.model)}`,
       );
     }
-    const state = snap.states[index] as TargetState;
-    this.config.onDecision?.({
-      key: undefined,
-      target,
-      rank: 0,
-      kind: "affinity",
-      strategy: this.strategy,
-      tenant: prepared.tenant,
-      model: prepared.model,
-      attempt,
-      atMs: now,
-      input: prepared.inputKind,
-      predictedCachedTokens: undefined,
-    });
-    state.inflight++;
-    state.routed++;
-    state.affinity++;
-    this.events.picked(target.id, "affinity", this.config.clock.now() - now, this.fullTargetIds);
-    return new RouterLease(this, target, state, "affinity", 0, prepared.model, undefined, attempt, now, undefined, undefined, prepared.inputKind);
+    return this.take(snap, { index, kind: "affinity", rank: 0 }, prepared, attempt, now, () => undefined);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
