@@ -16,7 +16,7 @@
  *   (c) 200-byte chat body, text mode and bytes mode.
  * Each call takes the next body of a pool of distinct bodies, so no cache of the last body can
  * flatter the numbers. Leases are released at once: every pick is the key's first choice.
- * The goals (issues 2 and 9) are checked below the table, on the 7-target rows.
+ * The cost goals are checked below the table, on the 7-target rows.
  *
  * A new strategy appears as new rows by itself once it is in STRATEGIES; give it options in
  * STRATEGY_OPTIONS if it needs any.
@@ -232,7 +232,7 @@ function format(rows: Row[]): string {
   ].join("\n");
 }
 
-/** The goals of the issues, each against the 7-target rows of one run. */
+/** The cost goals, each against the 7-target rows of one run. */
 function goals(rows: Row[]): string {
   const row = (workload: string, strategy: string) => rows.find((r) => r.workload.startsWith(workload) && r.strategy === strategy && r.targets === 7);
   const lines: string[] = [];
