@@ -3,8 +3,7 @@
  * error releases the lease exactly once.
  *
  * - first chunk: `lease.firstByte()` (TTFT for streams) when the status is 2xx — an error or a
- *   redirect body is no answer. The wrapper pulls one chunk ahead, so the time is when the byte
- *   arrived, not when the consumer got round to reading it. A Responses API stream's first byte
+ *   redirect body is no answer. A Responses API stream's first byte
  *   is its first output event instead (its first events come before prefill; see responses.ts);
  * - end of body: the lease ends `success` (2xx), `client-error` (3xx, 4xx: the request was not
  *   served, and it says nothing about the target's health) or `server-error` (5xx, or an SSE
@@ -147,19 +146,23 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
   }
 
   const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      wrapper = new WeakRef(controller);
-      pump.wrapper = wrapper;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        wrapper = new WeakRef(controller);
+        pump.wrapper = wrapper;
+      },
+      // Returns at once; see readAhead for what the pending read holds.
+      pull() {
+        readAhead(pump);
+      },
+      cancel(reason) {
+        return leased.cancel(reason);
+      },
     },
-    // Returns at once: a pending read must not hold the wrapper (see readAhead).
-    pull() {
-      readAhead(pump);
-    },
-    cancel(reason) {
-      return leased.cancel(reason);
-    },
-  });
+    // No read ahead: `pull` runs only while the consumer waits for a chunk (see readAhead).
+    { highWaterMark: 0 },
+  );
   leased.attach(body, signal);
   return rewrap(response, body, ctx.targetHeader ? lease.target.id : undefined);
 }
@@ -173,19 +176,22 @@ interface Pump {
 }
 
 /**
- * Reads the next chunk into the wrapper. The pending read is referenced by the source until data
- * arrives; it holds the wrapper's controller only through a WeakRef, so a wrapper dropped unread
- * stays collectable while the server is silent (an `async pull(controller)` would keep it alive
- * through the pull promise on Node 22 and later, and its lease would never be released).
+ * Reads the next chunk into the wrapper. The wrapper's queue holds nothing (high-water mark 0),
+ * so this runs only while the consumer waits for a chunk, and the pending read holds the
+ * wrapper's controller strongly until the chunk is delivered: the consumer's own pending read is
+ * referenced only through the wrapper, so holding it weakly would let the garbage collector take
+ * a request that is being read (it would never finish). A wrapper dropped unread has no pending
+ * read: nothing of ours holds it, and it is collected and its lease released.
  */
 function readAhead(pump: Pump): void {
   if (pump.reading) return;
+  const controller = pump.wrapper?.deref();
+  if (controller === undefined) return;
   pump.reading = true;
   pump.leased.read().then(
     (chunk) => {
       pump.reading = false;
-      const controller = pump.wrapper?.deref();
-      if (controller === undefined || pump.aborted()) return; // dropped, or already errored with the abort
+      if (pump.aborted()) return; // already errored with the abort
       try {
         if (chunk.done) controller.close();
         else controller.enqueue(chunk.value);
@@ -195,7 +201,7 @@ function readAhead(pump: Pump): void {
     },
     (error: unknown) => {
       pump.reading = false;
-      pump.wrapper?.deref()?.error(error);
+      controller.error(error);
     },
   );
 }

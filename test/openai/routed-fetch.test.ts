@@ -425,4 +425,30 @@ describe("createRoutedFetch: the lease lives as long as the body", () => {
     }
     expect(inflight(router)).toBe(0);
   });
+
+  // The reverse: a consumer waiting for a chunk is referenced only through the body it reads, so
+  // the pending read must hold that body, or the collector takes a request in progress.
+  it("a body being read survives garbage collections while the server is silent, and its consumer gets the answer", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const s = controllable();
+    const { fetch: fake } = fakeFetch(() => s.response);
+    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake });
+    let text: string | undefined;
+    void (async () => {
+      const response = await fetch("http://x/v1/chat/completions", { method: "POST", body: chat("waiting") });
+      text = await response.text();
+    })();
+    await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 10; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(inflight(router)).toBe(1);
+    s.push("data: [DONE]\n\n");
+    s.close();
+    for (let i = 0; i < 100 && text === undefined; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(text).toBe("data: [DONE]\n\n");
+    expect(inflight(router)).toBe(0);
+  });
 });
