@@ -20,7 +20,11 @@ export type RouterErrorCode =
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"
   /** No target serves the requested model, or every target that does is draining (weight 0). */
-  | "ERR_NO_ELIGIBLE_TARGET";
+  | "ERR_NO_ELIGIBLE_TARGET"
+  /** An option of the load view, membership or health checks (or a target field one reads, like `metricsURL`) has a bad value. */
+  | "ERR_INVALID_OPTION"
+  /** An optional peer dependency a chosen feature needs is not installed; the message names it and the install command. */
+  | "ERR_MISSING_DEPENDENCY";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -13,6 +13,11 @@ import {
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
+import { type BackgroundConfig, resolveBackground } from "./background.js";
+import type { HealthCheckOptions } from "./health-check.js";
+import type { LoadViewOption } from "./load-view/options.js";
+import type { Logger } from "./logger.js";
+import type { MembershipOptions } from "./membership.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
 
@@ -96,6 +101,29 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
    */
   longestPrefix?: LongestPrefixOptions;
+  /**
+   * Where each target's in-flight count comes from (docs/load-view.md): `"local"`, this router's
+   * own leases; `{ source: "engine", … }`, the engines' `/metrics` (running + waiting requests)
+   * plus this router's requests since the last poll; `{ source: "redis", url, … }`, every router
+   * process's leases counted in Redis. Shared views refresh in the background; a decision never
+   * waits on them, and when their source is down the router uses its local view.
+   * @default "local"
+   */
+  loadView?: LoadViewOption<T>;
+  /**
+   * Where background events are reported (a load view going stale and back, membership changes,
+   * failing health checks): `console`, a pino logger, or any `{ debug, info, warn, error }`.
+   * @default silent
+   */
+  logger?: Logger;
+  /** Targets from a provider refreshed in the background (see {@link dnsTargets}). @default none: `targets` only */
+  membership?: MembershipOptions<T>;
+  /**
+   * Active health checks: poll each target's health URL, take it out while it fails. `true`
+   * for the defaults.
+   * @default off
+   */
+  healthCheck?: HealthCheckOptions<T> | boolean;
 }
 
 export const DEFAULT_MODE: RoutingMode = "text";
@@ -120,6 +148,7 @@ export interface Config<T extends TargetSpec> {
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
   longestPrefix: LongestPrefixConfig;
+  background: BackgroundConfig<T>;
 }
 
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
@@ -178,6 +207,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
+    background: resolveBackground<T>(o),
   };
 }
 

@@ -7,6 +7,7 @@
  * counters move, and a lease holds it in flight until released. Strategies are plug-ins
  * (`strategies/`): the router knows their interface, never their list.
  */
+import { Background } from "./background.js";
 import { parseJson } from "./canonical-json.js";
 import { describe } from "./internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
@@ -44,6 +45,8 @@ import type {
  */
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
   const config = validateOptions(options);
+  let router: PrefixRouter<T> | undefined;
+  const background = await Background.create(config.background, config.clock, { setFailing: (id, failing) => router?.setFailing(id, failing) });
   const api = await loadHasher();
   const hasher = new KeyHasher(api, config.seed);
   const { mode, prefixLength } = config;
@@ -62,7 +65,9 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     },
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
   };
-  return new PrefixRouter<T>(config, hasher, createStrategy(config.strategy, env), new PrefixAware(env));
+  router = new PrefixRouter<T>(config, hasher, createStrategy(config.strategy, env), new PrefixAware(env), background);
+  await background.start(router);
+  return router;
 }
 
 /** A request read once: what strategies see, and the strategy's routing input. */
@@ -98,11 +103,14 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     private readonly impl: RoutingStrategy<T>,
     /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
     private readonly rendezvous: PrefixAware,
+    /** Load view, membership and health checks (background.ts). */
+    private readonly background: Background<T>,
   ) {
     this.strategy = impl.name;
     this.mode = config.mode;
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
+    background.validate(config.targets);
     this.install(config.targets);
   }
 
@@ -112,6 +120,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   setTargets(targets: readonly T[]): void {
     validateTargets(targets);
+    this.background.validate(targets);
     this.install(targets);
   }
 
@@ -131,9 +140,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
         this.statesById.set(t.id, state);
       }
       state.active = true;
+      state.failingHealthCheck = this.background.failing(t.id);
       return state;
     });
     this.snapshot = new Snapshot(list, states, (id) => this.hasher.targetHash(id));
+    this.background.install(list);
     this.impl.setTargets?.(list);
   }
 
@@ -146,7 +157,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const prepared = this.read(request);
     const attempt = options?.attempt ?? 1;
     const now = this.config.clock.now();
-    const view = new DecisionView(snap, snap.eligible(prepared.model), toSet(options?.exclude), now, this.concurrencyThreshold, this.config.random);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), toSet(options?.exclude), now, this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
     const target = snap.targets[pick.index] as T;
@@ -165,6 +176,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     });
     const commitment = this.impl.commit?.(view, pick, input);
     state.inflight++;
+    this.background.acquired(state.id);
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
     return new RouterLease(this, target, state, pick.kind, pick.rank, key, attempt, now, commitment);
@@ -173,7 +185,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
     const snap = this.snapshot;
     const prepared = this.read(request);
-    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.concurrencyThreshold, this.config.random);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     let ranking;
     if (this.impl.rank !== undefined) {
       ranking = this.impl.rank(view, this.inputOf(prepared));
@@ -235,6 +247,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   /** @internal Called by a lease exactly once. */
   finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void {
     state.inflight--;
+    this.background.released(state.id);
     const now = this.config.clock.now();
     state.recordDuration(now - lease.startMs);
     if (outcome === "connect-error" || outcome === "server-error") {
@@ -255,7 +268,17 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   stats(): RouterStats {
-    return buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.());
+    return { ...buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
+  }
+
+  /** @internal Active health checks take target `id` out, or bring it back. */
+  setFailing(id: string, failing: boolean): void {
+    const state = this.statesById.get(id);
+    if (state !== undefined) state.failingHealthCheck = failing;
+  }
+
+  close(): Promise<void> {
+    return this.background.close();
   }
 }
 

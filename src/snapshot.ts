@@ -8,6 +8,7 @@ import { LRUCache } from "lru-cache";
 import { RouterError } from "./errors.js";
 import { RendezvousTable } from "./rendezvous.js";
 import type { PickContext } from "./strategies/strategy.js";
+import type { LoadFigures } from "./load-view/view.js";
 import { TargetState } from "./target-state.js";
 import type { TargetSpec } from "./types.js";
 
@@ -82,18 +83,25 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
     readonly now: number,
     readonly concurrencyThreshold: number,
     readonly random: () => number,
+    /** A shared load view's figures (`load-view/`); absent: the local view. */
+    private readonly load?: LoadFigures,
   ) {
     this.targets = snap.targets;
     this.weights = snap.weights;
     this.states = snap.states;
+    this.sharedLoad = load !== undefined;
   }
 
+  readonly sharedLoad: boolean;
+
   inflight(i: number): number {
-    return (this.states[i] as TargetState).inflight;
+    const own = (this.states[i] as TargetState).inflight;
+    return this.load === undefined ? own : this.load.inflight(i, own);
   }
 
   isEjected(i: number): boolean {
-    return (this.states[i] as TargetState).isEjected(this.now);
+    const s = this.states[i] as TargetState;
+    return s.isEjected(this.now) || s.failingHealthCheck;
   }
 
   isExcluded(i: number): boolean {
@@ -101,8 +109,7 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
   }
 
   isOpen(i: number): boolean {
-    const s = this.states[i] as TargetState;
-    return s.inflight < this.concurrencyThreshold && !s.isEjected(this.now) && !this.isExcluded(i);
+    return this.inflight(i) < this.concurrencyThreshold && !this.isEjected(i) && !this.isExcluded(i);
   }
 
   score(i: number, keyHi: number, keyLo: number): number {

@@ -154,6 +154,7 @@ class BoundedContext<T extends TargetSpec> implements PickContext<T> {
   get now() { return this.inner.now; }
   get concurrencyThreshold() { return this.inner.concurrencyThreshold; }
   get random() { return this.inner.random; }
+  get sharedLoad() { return this.inner.sharedLoad; }
   inflight(i: number) { return this.inner.inflight(i); }
   isEjected(i: number) { return this.inner.isEjected(i); }
   isExcluded(i: number) { return this.inner.isExcluded(i); }

@@ -3,13 +3,16 @@
  * `prefixLength` of the routing input, hashed with the tenant and the model; `routing-key.ts`)
  * ranks the targets by weighted rendezvous hashing (`rendezvous.ts`); the request goes to the
  * first of that ranking that is open — below `concurrencyThreshold` in flight, not ejected, not
- * already tried — and, when none is, to the least loaded (`fallback.ts`).
+ * already tried — and, when none is, to the least loaded (`fallback.ts`). Under a shared load
+ * view both go to the less loaded of two targets drawn among the ranking's next three
+ * (`two-choices.ts`): figures one refresh old would send every router to the same one.
  *
  * Cost: T rendezvous scores per decision (T eligible targets) and, only when the first choice is
  * not open, one sort of T scores. A request without routing input goes by least-outstanding.
  */
 import { leastLoaded, inflightPerWeight } from "./fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
+import { twoChoiceFallback, twoChoiceSpill } from "./two-choices.js";
 import type { PickContext, RoutingStrategy, StrategyEnv, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
 import { splitKey } from "../rendezvous.js";
 
@@ -43,11 +46,16 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, bigint> {
     const first = candidates[best] as number;
     if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0, key };
     const order = sortByScore(candidates, scores);
+    if (ctx.sharedLoad === true) {
+      const r = twoChoiceSpill(ctx, order, 1);
+      if (r !== -1) return { index: order[r] as number, kind: "spillover", rank: r, key };
+    }
     for (let r = 1; r < order.length; r++) {
       const i = order[r] as number;
       if (ctx.isOpen(i)) return { index: i, kind: "spillover", rank: r, key };
     }
-    return { ...leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i)), key };
+    const pick = (ctx.sharedLoad === true ? twoChoiceFallback(ctx, order) : undefined) ?? leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i));
+    return { ...pick, key };
   }
 
   rank(ctx: Ctx, key: bigint | undefined): StrategyRanking {

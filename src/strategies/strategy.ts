@@ -44,9 +44,17 @@ export interface PickContext<T extends TargetSpec = TargetSpec> {
   readonly concurrencyThreshold: number;
   /** The router's random source, in [0, 1). */
   readonly random: () => number;
-  /** Requests in flight on target i, counted by this router. */
+  /**
+   * True when {@link PickContext.inflight} includes other routers' requests, from a shared load
+   * view refreshed in the background (`loadView: "engine"` or `"redis"`): the figures can be one
+   * refresh old, so several routers may see the same target as the least busy at once. Strategies
+   * then spread spillover at random among the key's next choices (two choices) instead of sending
+   * it all to the next one. Absent or false: the router's own requests only (the local view).
+   */
+  readonly sharedLoad?: boolean;
+  /** Requests in flight on target i: this router's, plus other routers' under a shared load view. */
   inflight(i: number): number;
-  /** Whether target i is ejected (passive outlier detection). */
+  /** Whether target i is ejected (passive outlier detection) or failing its active health check. */
   isEjected(i: number): boolean;
   /** Whether target i was already tried by this request (`RouteOptions.exclude`). */
   isExcluded(i: number): boolean;

@@ -1,0 +1,126 @@
+/**
+ * What a router runs in the background, beside its decisions: the shared load view, membership
+ * refreshes and active health checks — each optional, each stopped by `router.close()`. The
+ * router calls the hooks below; none of them waits on the network.
+ */
+import { type HealthCheckConfig, HealthChecker, resolveHealthCheck } from "./health-check.js";
+import { type Logger, checkLogger } from "./logger.js";
+import { type LoadViewConfig, resolveLoadView } from "./load-view/options.js";
+import { createLoadView } from "./load-view/create.js";
+import { LoadReader, type LoadView, type LoadViewStats } from "./load-view/view.js";
+import { type MembershipConfig, MembershipLoop, type MembershipStats, resolveMembership } from "./membership.js";
+import type { Clock, TargetSpec } from "./types.js";
+
+/** @internal Validated background options. */
+export interface BackgroundConfig<T extends TargetSpec> {
+  readonly loadView: LoadViewConfig<T> | undefined;
+  readonly logger: Logger;
+  readonly membership: MembershipConfig<T> | undefined;
+  readonly healthCheck: HealthCheckConfig<T> | undefined;
+}
+
+/** @internal Validates `loadView`, `logger`, `membership` and `healthCheck`. */
+export function resolveBackground<T extends TargetSpec>(o: { loadView?: unknown; logger?: unknown; membership?: unknown; healthCheck?: unknown }): BackgroundConfig<T> {
+  return {
+    loadView: resolveLoadView<T>(o.loadView),
+    logger: checkLogger(o.logger),
+    membership: resolveMembership<T>(o.membership),
+    healthCheck: resolveHealthCheck<T>(o.healthCheck),
+  };
+}
+
+/** What the background needs of its router. */
+export interface BackgroundHost<T extends TargetSpec> {
+  targets(): readonly T[];
+  setTargets(targets: readonly T[]): void;
+  setFailing(id: string, failing: boolean): void;
+}
+
+/** @internal One router's background work. */
+export class Background<T extends TargetSpec> {
+  /** The router's reader of the load view; `undefined` with the local view. */
+  readonly reader: LoadReader | undefined;
+  private membership: MembershipLoop<T> | undefined;
+  private readonly health: HealthChecker<T> | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly config: BackgroundConfig<T>,
+    private readonly clock: Clock,
+    private readonly view: LoadView<T> | undefined,
+    host: Pick<BackgroundHost<T>, "setFailing">,
+  ) {
+    this.reader = view === undefined ? undefined : new LoadReader(view as unknown as LoadView<never>);
+    this.health = config.healthCheck === undefined ? undefined : new HealthChecker(config.healthCheck, { logger: config.logger, setFailing: host.setFailing });
+  }
+
+  /** Builds the load view (loading its optional package) and the health checker; starts nothing. */
+  static async create<T extends TargetSpec>(config: BackgroundConfig<T>, clock: Clock, host: Pick<BackgroundHost<T>, "setFailing">): Promise<Background<T>> {
+    const view = config.loadView === undefined ? undefined : await createLoadView(config.loadView, { clock, logger: config.logger });
+    return new Background(config, clock, view, host);
+  }
+
+  /** Throws `ERR_INVALID_OPTION` for targets a background feature cannot use (no metrics or health URL). */
+  validate(targets: readonly T[]): void {
+    (this.view as { validate?: (t: readonly T[]) => void } | undefined)?.validate?.(targets);
+    this.health?.validate(targets);
+  }
+
+  /** The target set changed. */
+  install(targets: readonly T[]): void {
+    this.reader?.align(targets.map((t) => t.id));
+    this.view?.setTargets(targets);
+    this.health?.setTargets(targets);
+  }
+
+  /** The health state of a target id (kept across target-set changes). */
+  failing(id: string): boolean {
+    return this.health?.failing(id) ?? false;
+  }
+
+  acquired(id: string): void {
+    this.view?.acquire(id);
+  }
+
+  released(id: string): void {
+    this.view?.release(id);
+  }
+
+  /**
+   * Starts the loops: membership's first refresh is awaited (bounded by its timeout), then every
+   * loop runs on its own timers.
+   */
+  async start(host: BackgroundHost<T>): Promise<void> {
+    const m = this.config.membership;
+    if (m !== undefined) {
+      this.membership = new MembershipLoop(m, {
+        clock: this.clock,
+        logger: this.config.logger,
+        current: () => host.targets(),
+        apply: (targets) => host.setTargets(targets),
+      });
+      await this.membership.refresh();
+      this.membership.start();
+    }
+    if (this.health !== undefined) {
+      void this.health.checkAll();
+      this.health.start();
+    }
+  }
+
+  stats(): { loadView?: LoadViewStats; membership?: MembershipStats } {
+    const out: { loadView?: LoadViewStats; membership?: MembershipStats } = {};
+    if (this.view !== undefined) out.loadView = this.view.stats();
+    if (this.membership !== undefined) out.membership = this.membership.stats();
+    return out;
+  }
+
+  /** Stops every loop and closes the load view. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.membership?.close();
+    this.health?.close();
+    await this.view?.close();
+  }
+}
