@@ -106,6 +106,9 @@ export interface BenchArgs {
   durationsMs: number[] | undefined;
   seeds: number[] | undefined;
   routers: number[] | undefined;
+  loadViews: string[] | undefined;
+  enginePollIntervalsMs: number[] | undefined;
+  redisRttMs: number | undefined;
   traceFile: string | undefined;
   scaleEvents: ScaleEvent[];
   json: string | undefined;
@@ -135,6 +138,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         duration: { type: "string", multiple: true },
         seed: { type: "string", multiple: true },
         routers: { type: "string", multiple: true },
+        "load-view": { type: "string", multiple: true },
+        "engine-poll": { type: "string", multiple: true },
+        "redis-rtt": { type: "string" },
         trace: { type: "string" },
         "scale-at": { type: "string", multiple: true },
         json: { type: "string" },
@@ -159,6 +165,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
     seeds: parseSeeds(strings("seed")),
     routers: parseNumbers(strings("routers"), "--routers", true),
+    loadViews: splitList(strings("load-view")),
+    enginePollIntervalsMs: splitList(strings("engine-poll"))?.map((v) => parseDuration(v, "--engine-poll")),
+    redisRttMs: values["redis-rtt"] === undefined ? undefined : parseDuration(values["redis-rtt"] as string, "--redis-rtt"),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     json: values["json"] as string | undefined,
