@@ -36,6 +36,12 @@ export interface BackgroundHost<T extends TargetSpec> {
   setFailing(id: string, failing: boolean): void;
 }
 
+/** The router's settings the background reads, and its health hook. */
+export interface BackgroundSettings<T extends TargetSpec> extends Pick<BackgroundHost<T>, "setFailing"> {
+  readonly concurrencyThreshold: number;
+  readonly random: () => number;
+}
+
 /** @internal One router's background work. */
 export class Background<T extends TargetSpec> {
   /** The router's reader of the load view; `undefined` with the local view. */
@@ -48,14 +54,14 @@ export class Background<T extends TargetSpec> {
     private readonly config: BackgroundConfig<T>,
     private readonly clock: Clock,
     private readonly view: LoadView<T> | undefined,
-    host: Pick<BackgroundHost<T>, "setFailing">,
+    host: BackgroundSettings<T>,
   ) {
-    this.reader = view === undefined ? undefined : new LoadReader(view as unknown as LoadView<never>);
+    this.reader = view === undefined ? undefined : new LoadReader(view as unknown as LoadView<never>, host.concurrencyThreshold, host.random);
     this.health = config.healthCheck === undefined ? undefined : new HealthChecker(config.healthCheck, { logger: config.logger, setFailing: host.setFailing });
   }
 
   /** Builds the load view (loading its optional package) and the health checker; starts nothing. */
-  static async create<T extends TargetSpec>(config: BackgroundConfig<T>, clock: Clock, host: Pick<BackgroundHost<T>, "setFailing">): Promise<Background<T>> {
+  static async create<T extends TargetSpec>(config: BackgroundConfig<T>, clock: Clock, host: BackgroundSettings<T>): Promise<Background<T>> {
     const view = config.loadView === undefined ? undefined : await createLoadView(config.loadView, { clock, logger: config.logger });
     return new Background(config, clock, view, host);
   }

@@ -46,7 +46,11 @@ import type {
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
   const config = validateOptions(options);
   let router: PrefixRouter<T> | undefined;
-  const background = await Background.create(config.background, config.clock, { setFailing: (id, failing) => router?.setFailing(id, failing) });
+  const background = await Background.create(config.background, config.clock, {
+    concurrencyThreshold: config.concurrencyThreshold,
+    random: config.random,
+    setFailing: (id, failing) => router?.setFailing(id, failing),
+  });
   const api = await loadHasher();
   const hasher = new KeyHasher(api, config.seed);
   const { mode, prefixLength } = config;

@@ -109,7 +109,9 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
   }
 
   isOpen(i: number): boolean {
-    return this.inflight(i) < this.concurrencyThreshold && !this.isEjected(i) && !this.isExcluded(i);
+    const own = (this.states[i] as TargetState).inflight;
+    const room = this.load === undefined ? own < this.concurrencyThreshold : this.load.open(i, own, this.concurrencyThreshold);
+    return room && !this.isEjected(i) && !this.isExcluded(i);
   }
 
   score(i: number, keyHi: number, keyLo: number): number {

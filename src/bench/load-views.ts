@@ -48,6 +48,7 @@ class VirtualView implements LoadView {
   version = 0;
   private readonly own = new Map<string, number>();
   private othersById = new Map<string, number>();
+  private included: ReadonlyMap<string, number> = new Map();
   private fresh = false;
   /** Redis: the deltas not yet sent, and whether a call is out. */
   readonly pending = new Map<string, number>();
@@ -56,6 +57,10 @@ class VirtualView implements LoadView {
   constructor(
     readonly source: "engine" | "redis",
     private readonly onChange: (view: VirtualView) => void,
+    /** Router processes sharing the figures: known to Redis (its set of live processes), not to the engines. */
+    private readonly processes: number,
+    /** This process's position among them. */
+    private readonly index: number,
   ) {}
 
   shared(): boolean {
@@ -63,6 +68,15 @@ class VirtualView implements LoadView {
   }
   others(id: string): number {
     return this.othersById.get(id) ?? 0;
+  }
+  ownAtRefresh(id: string): number {
+    return this.included.get(id) ?? 0;
+  }
+  peers(): number {
+    return this.processes;
+  }
+  peerIndex(): number {
+    return this.index;
   }
   setTargets(): void {}
   acquire(id: string): void {
@@ -82,6 +96,7 @@ class VirtualView implements LoadView {
       if (o > 0) others.set(id, o);
     }
     this.othersById = others;
+    this.included = included;
     this.fresh = true;
     this.version++;
   }
@@ -127,7 +142,7 @@ export class LoadViewModel {
     const period = kind === "engine" ? params.enginePollMs : params.redisRefreshMs;
     const views: VirtualView[] = [];
     for (let k = 0; k < routers; k++) {
-      const view = new VirtualView(kind, (v) => this.send(v));
+      const view = new VirtualView(kind, (v) => this.send(v), kind === "redis" ? routers : 1, k);
       views.push(view);
       this.push(phases.next() * period, { kind: "poll", view });
     }

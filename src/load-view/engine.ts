@@ -70,6 +70,8 @@ interface Scraped {
   url: string;
   /** Other routers' requests at the last scrape; NaN when unknown or stale. */
   others: number;
+  /** This router's leases at the last scrape. */
+  own: number;
   figures: EngineFigures | null;
   atMs: number;
   fresh: boolean;
@@ -108,7 +110,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     for (const t of targets) {
       const url = this.config.metricsURL(t);
       const old = this.targets.get(t.id);
-      next.set(t.id, old !== undefined && old.url === url ? old : { url, others: Number.NaN, figures: null, atMs: Number.NaN, fresh: false, warned: false });
+      next.set(t.id, old !== undefined && old.url === url ? old : { url, others: Number.NaN, own: 0, figures: null, atMs: Number.NaN, fresh: false, warned: false });
     }
     this.targets = next;
     this.settle(false);
@@ -124,6 +126,10 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
 
   others(id: string): number {
     return this.targets.get(id)?.others ?? Number.NaN;
+  }
+
+  ownAtRefresh(id: string): number {
+    return this.targets.get(id)?.own ?? 0;
   }
 
   acquire(id: string): void {
@@ -183,7 +189,8 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     if (this.closed || this.targets.get(id) !== s) return;
     const now = this.host.clock.now();
     s.figures = figures;
-    s.others = Math.max(0, figures.running + figures.waiting - this.own.get(id));
+    s.own = this.own.get(id);
+    s.others = Math.max(0, figures.running + figures.waiting - s.own);
     s.atMs = now;
     this.refreshes++;
     this.lastRefreshAtMs = now;

@@ -18,7 +18,8 @@
  *   live processes keep renewing, so when all of them are gone nothing is left behind.
  * - `leave`: removes the process's counts at once (router.close()).
  *
- * Every mode answers { status, total as [field, value, …] }, status 1 = applied, 0 = expired.
+ * Every mode answers { status, total as [field, value, …], live processes, this process's
+ * position among them (sorted by id) }; status 1 = applied, 0 = expired (nothing applied).
  */
 
 /** Shared by the three modes. */
@@ -38,7 +39,7 @@ local function drop(proc)
 end
 
 if mode == 'delta' then
-  if redis.call('EXISTS', hb) == 0 then return {0, redis.call('HGETALL', total)} end
+  if redis.call('EXISTS', hb) == 0 then return {0, {}, 0, 0} end
   for i = 6, #ARGV, 2 do
     local d = tonumber(ARGV[i + 1])
     if redis.call('HINCRBY', own, ARGV[i], d) == 0 then redis.call('HDEL', own, ARGV[i]) end
@@ -71,7 +72,11 @@ else
   redis.call('PEXPIRE', own, keyTtl)
   if redis.call('EXISTS', total) == 1 then redis.call('PEXPIRE', total, keyTtl) end
 end
-return {1, redis.call('HGETALL', total)}
+local members = redis.call('SMEMBERS', procs)
+table.sort(members)
+local index = 0
+for k, m in ipairs(members) do if m == id then index = k - 1 end end
+return {1, redis.call('HGETALL', total), #members, index}
 `;
 
 /** The keys of a prefix. */

@@ -46,7 +46,7 @@ export async function loadRedisClient(): Promise<RedisConstructor> {
 const COMMAND = "prefixRouterLoad";
 const MAX_RECONNECT_DELAY_MS = 2000;
 
-type Reply = [number, string[]];
+type Reply = [number, string[], number, number];
 
 /** @internal The `redis` view. */
 export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
@@ -58,6 +58,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private readonly own = new OwnCounts();
   private readonly pending = new Map<string, number>();
   private othersById = new Map<string, number>();
+  private included = new Map<string, number>();
+  private processes = 1;
+  private position = 0;
   private needFull = true;
   private inFlight = false;
   private again = false;
@@ -114,6 +117,18 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     return this.healthy ? (this.othersById.get(id) ?? 0) : Number.NaN;
   }
 
+  ownAtRefresh(id: string): number {
+    return this.included.get(id) ?? 0;
+  }
+
+  peers(): number {
+    return this.processes;
+  }
+
+  peerIndex(): number {
+    return this.position;
+  }
+
   acquire(id: string): void {
     this.count(id, 1);
   }
@@ -122,7 +137,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.count(id, -1);
   }
 
-  stats(): LoadViewStats & { processId: string } {
+  stats(): LoadViewStats & { processId: string; processes: number } {
     const others: Record<string, number | null> = {};
     for (const [id, n] of this.othersById) others[id] = this.healthy ? n : null;
     return {
@@ -134,6 +149,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       lastError: this.lastError,
       others,
       processId: this.processId,
+      processes: this.processes,
     };
   }
 
@@ -199,8 +215,8 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     const included = this.own.copy();
     this.inFlight = true;
     try {
-      const [status, total] = await this.call(full ? "full" : "delta", pairs);
-      if (status === 1) this.applyTotal(total, included);
+      const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
+      if (status === 1) this.applyTotal(total, included, processes, position);
       else {
         this.needFull = true;
         this.again = true;
@@ -224,7 +240,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     return command.call(this.client, procs, total, base, this.processId, mode, ttl, 3 * ttl, ...pairs);
   }
 
-  private applyTotal(total: string[], included: Map<string, number>): void {
+  private applyTotal(total: string[], included: Map<string, number>, processes: number, position: number): void {
     const others = new Map<string, number>();
     for (let i = 0; i + 1 < total.length; i += 2) {
       const id = total[i] as string;
@@ -232,6 +248,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       if (n > 0) others.set(id, n);
     }
     this.othersById = others;
+    this.included = included;
+    this.processes = Math.max(1, Number(processes) || 1);
+    this.position = Number(position) || 0;
     this.lastOkMs = this.host.clock.now();
     this.refreshes++;
     if (!this.healthy && this.warned) log(this.host.logger, "info", { processId: this.processId }, "prefix-router: Redis load view is back; using the shared figures");

@@ -12,9 +12,17 @@
  * it read the total): this router's requests since the refresh count at once, other routers'
  * from the next refresh on. When the source is down or stale, others(t) = 0: the local view.
  *
- * The router reads {@link LoadView.others} for every target only when {@link LoadView.version}
- * has moved (once per refresh), into an array aligned with its snapshot: a decision costs no
- * more than with the local view.
+ * Every router reads the same figure, so near the threshold they would all fill the same
+ * headroom at once (each sees room for h more and sends h). A view that knows how many router
+ * processes share it ({@link LoadView.peers}, P) splits the headroom: until the next refresh a
+ * router opens at most q new leases on a target, q = ⌊h/P⌋, plus one for h mod P of the P
+ * routers (by their position {@link LoadView.peerIndex}, rotated per target), so the P routers
+ * add h between them, not P·h. Without a position, the extra one goes with probability
+ * h/P − ⌊h/P⌋ (the router's random source): h in expectation.
+ *
+ * The router reads the figures for every target only when {@link LoadView.version} has moved
+ * (once per refresh), into arrays aligned with its snapshot: a decision costs no more than with
+ * the local view.
  */
 import type { TargetSpec } from "../types.js";
 
@@ -53,6 +61,12 @@ export interface LoadView<T extends TargetSpec = TargetSpec> {
   shared(): boolean;
   /** Requests in flight on target `id` from other routers, as last seen; `NaN` when unknown. */
   others(id: string): number;
+  /** This router's leases on `id` counted in that figure (its own part of the shared total). Default 0. */
+  ownAtRefresh?(id: string): number;
+  /** Router processes sharing the figures, this one included, ≥ 1 (they split a target's headroom). Default 1. */
+  peers?(): number;
+  /** This router's position among them, 0 to peers() − 1. Default: none (the remainder goes at random). */
+  peerIndex?(): number;
   /** The router's target set changed (also called once at start). */
   setTargets(targets: readonly T[]): void;
   /** This router opened a lease on `id`. */
@@ -99,7 +113,11 @@ export class LoadReader {
   private figures = new LoadFigures(0);
   private inUse = false;
 
-  constructor(readonly view: LoadView<never>) {}
+  constructor(
+    readonly view: LoadView<never>,
+    private readonly threshold: number,
+    private readonly random: () => number,
+  ) {}
 
   /** The snapshot changed: figures are reread at the next decision. */
   align(ids: readonly string[]): void {
@@ -115,10 +133,21 @@ export class LoadReader {
       this.version = view.version;
       this.inUse = view.shared();
       if (this.inUse) {
-        const others = this.figures.others;
+        const f = this.figures;
+        const peers = Math.max(1, view.peers?.() ?? 1);
+        const index = view.peerIndex?.();
         for (let i = 0; i < this.ids.length; i++) {
-          const n = view.others(this.ids[i] as string);
-          others[i] = n > 0 ? n : 0;
+          const id = this.ids[i] as string;
+          const n = view.others(id);
+          const known = n >= 0;
+          f.others[i] = known && n > 0 ? n : 0;
+          f.ownAtRefresh[i] = known ? (view.ownAtRefresh?.(id) ?? 0) : 0;
+          if (!known || peers === 1) f.quota[i] = Number.POSITIVE_INFINITY;
+          else {
+            const headroom = Math.max(0, this.threshold - (f.others[i] as number) - (f.ownAtRefresh[i] as number));
+            const extra = index === undefined ? this.random() * peers < headroom % peers : (index + spread(id)) % peers < headroom % peers;
+            f.quota[i] = Math.floor(headroom / peers) + (extra ? 1 : 0);
+          }
         }
       }
     }
@@ -126,17 +155,35 @@ export class LoadReader {
   }
 }
 
+/** A small deterministic number from a target id, so each target's remainder starts at another router. */
+function spread(id: string): number {
+  let h = 0;
+  for (let k = 0; k < id.length; k++) h = (Math.imul(h, 31) + id.charCodeAt(k)) >>> 0;
+  return h % 65_521;
+}
+
 /** @internal A view's figures aligned with a snapshot: what a decision reads. */
 export class LoadFigures {
   /** Other routers' in-flight per snapshot index (0 where unknown). */
   readonly others: Float64Array;
+  /** This router's leases counted in the shared figure. */
+  readonly ownAtRefresh: Float64Array;
+  /** New leases this router may open per target until the next refresh (its share of the headroom). */
+  readonly quota: Float64Array;
 
   constructor(n: number) {
     this.others = new Float64Array(n);
+    this.ownAtRefresh = new Float64Array(n);
+    this.quota = new Float64Array(n).fill(Number.POSITIVE_INFINITY);
   }
 
   /** In flight on target i: `own` (this router's, now) plus the others' as last seen. */
   inflight(i: number, own: number): number {
     return own + (this.others[i] as number);
+  }
+
+  /** Below the threshold, and this router's new leases since the refresh within its quota. */
+  open(i: number, own: number, threshold: number): boolean {
+    return own + (this.others[i] as number) < threshold && own - (this.ownAtRefresh[i] as number) < (this.quota[i] as number);
   }
 }

@@ -67,22 +67,27 @@ export function twoChoiceSpill(ctx: Ctx, order: ArrayLike<number>, from: number)
 
 /**
  * The fallback when nothing of `order` is open: two drawn among the first {@link SPILL_CHOICES}
- * positions that are neither excluded nor ejected, the less loaded by `load` (default: in flight
- * per weight) as a `fallback` pick; `undefined` when there are none (the caller's own last resort
- * applies).
+ * positions that are neither excluded nor ejected — below the threshold if some are — the less
+ * loaded by `load` (default: in flight per weight) as a `fallback` pick; `undefined` when there
+ * are none (the caller's own last resort applies).
  */
 export function twoChoiceFallback(ctx: Ctx, order: ArrayLike<number>, load?: (i: number, position: number) => number): StrategyPick | undefined {
-  let a = -1;
-  let b = -1;
-  let c = -1;
-  for (let r = 0; r < order.length && c === -1; r++) {
-    const i = order[r] as number;
-    if (ctx.isExcluded(i) || ctx.isEjected(i)) continue;
-    if (a === -1) a = r;
-    else if (b === -1) b = r;
-    else c = r;
+  // First among targets below the threshold (closed only by this router's share of their
+  // headroom, load-view/view.ts), then among all.
+  for (let pass = 0; pass < 2; pass++) {
+    let a = -1;
+    let b = -1;
+    let c = -1;
+    for (let r = 0; r < order.length && c === -1; r++) {
+      const i = order[r] as number;
+      if (ctx.isExcluded(i) || ctx.isEjected(i) || (pass === 0 && ctx.inflight(i) >= ctx.concurrencyThreshold)) continue;
+      if (a === -1) a = r;
+      else if (b === -1) b = r;
+      else c = r;
+    }
+    if (a === -1) continue;
+    const r = drawTwo(ctx, order, a, b, c, load ?? inflightLoad(ctx));
+    return { index: order[r] as number, kind: "fallback", rank: r };
   }
-  if (a === -1) return undefined;
-  const r = drawTwo(ctx, order, a, b, c, load ?? inflightLoad(ctx));
-  return { index: order[r] as number, kind: "fallback", rank: r };
+  return undefined;
 }
