@@ -108,10 +108,8 @@ export class Background<T extends TargetSpec> {
       await this.membership.refresh();
       this.membership.start();
     }
-    if (this.health !== undefined) {
-      void this.health.checkAll();
-      this.health.start();
-    }
+    const health = this.health;
+    if (health !== undefined) void health.checkAll().then(() => health.start());
   }
 
   stats(): { loadView?: LoadViewStats; membership?: MembershipStats } {

@@ -70,6 +70,7 @@ function targetStats(s: TargetState, now: number, routed: number): TargetStats {
     failures: s.failures,
     ejected,
     ejectedUntilMs: ejected ? s.ejectedUntilMs : null,
+    failingHealthCheck: s.failingHealthCheck,
     ttftMs: s.ttftSummary(),
     durationMs: s.durationSummary(),
     promptTokens: s.promptTokens,

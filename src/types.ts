@@ -126,6 +126,8 @@ export interface TargetStats {
   ejected: boolean;
   /** Clock time the ejection ends, ms; `null` when not ejected. */
   ejectedUntilMs: number | null;
+  /** True while active health checks (`healthCheck`) take the target out; false without them. */
+  failingHealthCheck: boolean;
   /** Time to first byte of the body (TTFT for streams), ms; `null` before any sample. */
   ttftMs: LatencySummary | null;
   /** Lease duration, ms; `null` before any sample. */
