@@ -109,6 +109,7 @@ export interface BenchArgs {
   loadViews: string[] | undefined;
   enginePollIntervalsMs: number[] | undefined;
   redisRttMs: number | undefined;
+  redisRefreshMs: number | undefined;
   traceFile: string | undefined;
   scaleEvents: ScaleEvent[];
   json: string | undefined;
@@ -141,6 +142,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         "load-view": { type: "string", multiple: true },
         "engine-poll": { type: "string", multiple: true },
         "redis-rtt": { type: "string" },
+        "redis-refresh": { type: "string" },
         trace: { type: "string" },
         "scale-at": { type: "string", multiple: true },
         json: { type: "string" },
@@ -168,6 +170,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     loadViews: splitList(strings("load-view")),
     enginePollIntervalsMs: splitList(strings("engine-poll"))?.map((v) => parseDuration(v, "--engine-poll")),
     redisRttMs: values["redis-rtt"] === undefined ? undefined : parseDuration(values["redis-rtt"] as string, "--redis-rtt"),
+    redisRefreshMs: values["redis-refresh"] === undefined ? undefined : parseDuration(values["redis-refresh"] as string, "--redis-refresh"),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     json: values["json"] as string | undefined,

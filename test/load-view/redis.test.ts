@@ -45,14 +45,17 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
   it("counts every router's leases: a second router spills off the target the first one filled", async () => {
     const prefix = randomUUID();
     const r1 = await routerOn(server.url, prefix);
-    const r2 = await routerOn(server.url, prefix);
+    let r2: Closable | undefined;
     try {
-      await eventually(() => r1.stats().loadView?.healthy === true && r2.stats().loadView?.healthy === true);
+      await eventually(() => r1.stats().loadView?.healthy === true);
+      // Alone, r1 may fill the whole headroom (with peers it would get its share of it).
       const first = r1.rank({ body }).targets[0]!.id;
       const held: Lease[] = [r1.route({ body }), r1.route({ body })];
       expect(held.map((l) => l.target.id)).toEqual([first, first]);
       await eventually(async () => (await total(prefix))[first] === "2");
-      await eventually(() => r2.stats().loadView?.others[first] === 2);
+      r2 = await routerOn(server.url, prefix);
+      await eventually(() => r2!.stats().loadView?.others[first] === 2);
+      expect(r2.stats().loadView).toMatchObject({ healthy: true, processes: 2 });
       const lease = r2.route({ body });
       expect(lease.kind).toBe("spillover");
       expect(lease.target.id).not.toBe(first);
@@ -64,7 +67,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
       await eventually(async () => Object.keys(await total(prefix)).length === 0);
     } finally {
       await r1.close();
-      await r2.close();
+      await r2?.close();
     }
   });
 
