@@ -9,6 +9,7 @@ import { type LoadViewConfig, resolveLoadView } from "./load-view/options.js";
 import { createLoadView } from "./load-view/create.js";
 import { LoadReader, type LoadView, type LoadViewStats } from "./load-view/view.js";
 import { type MembershipConfig, MembershipLoop, type MembershipStats, resolveMembership } from "./membership.js";
+import type { Commitment } from "./strategies/strategy.js";
 import type { Clock, TargetSpec } from "./types.js";
 
 /** @internal Validated background options. */
@@ -86,6 +87,31 @@ export class Background<T extends TargetSpec> {
 
   acquired(id: string): void {
     this.view?.acquire(id);
+  }
+
+  /**
+   * A pick queued `work` on target `id`: counted in the shared view until the response's first
+   * byte or the lease's release, whichever comes first (the strategy's commitment, wrapped).
+   */
+  queued(id: string, work: number | undefined, commitment: Commitment | undefined): Commitment | undefined {
+    const view = this.view;
+    if (view?.addWork === undefined || work === undefined || !(work > 0)) return commitment;
+    view.addWork(id, work);
+    let open = true;
+    const done = (): void => {
+      if (open) view.addWork!(id, -work);
+      open = false;
+    };
+    return {
+      firstByte() {
+        commitment?.firstByte?.();
+        done();
+      },
+      release(outcome, sawFirstByte) {
+        commitment?.release?.(outcome, sawFirstByte);
+        done();
+      },
+    };
   }
 
   released(id: string): void {

@@ -178,7 +178,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       attempt,
       atMs: now,
     });
-    const commitment = this.impl.commit?.(view, pick, input);
+    const commitment = this.background.queued(state.id, pick.work, this.impl.commit?.(view, pick, input));
     state.inflight++;
     this.background.acquired(state.id);
     state.routed++;

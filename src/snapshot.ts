@@ -99,6 +99,10 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
     return this.load === undefined ? own : this.load.inflight(i, own);
   }
 
+  othersQueuedWork(i: number): number {
+    return this.load === undefined ? 0 : (this.load.work[i] as number);
+  }
+
   isEjected(i: number): boolean {
     const s = this.states[i] as TargetState;
     return s.isEjected(this.now) || s.failingHealthCheck;

@@ -48,7 +48,7 @@ Options:
                          (default: local); engine and redis are modelled in virtual time
   --engine-poll LIST     engine view: /metrics poll interval, e.g. 100ms,250ms (default: 100ms)
   --redis-rtt T          redis view: round trip to Redis (default: 0.5ms)
-  --redis-refresh T      redis view: reads of an idle process (default: 100ms)
+  --redis-refresh T      redis view: reads of an idle process (default: 20ms)
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)

@@ -6,8 +6,9 @@
  *
  * - `engine`: every `enginePollMs`, at a phase of its own, each router process reads every
  *   instance's running + waiting requests (the engine's true figures, as `/metrics` serves them).
- * - `redis`: one Redis holding every process's lease counts. A process sends its pending lease
- *   deltas and reads the total in one call, one call at a time (the library's flush): the deltas
+ * - `redis`: one Redis holding every process's lease counts and queued work (`longest-prefix`'s
+ *   uncached blocks until the first byte). A process sends its pending deltas and reads the
+ *   total in one call, one call at a time (the library's flush): the deltas
  *   reach Redis `redisRttMs / 2` after they are sent, the total read then reaches the process
  *   another `redisRttMs / 2` later; with no traffic it reads every `redisRefreshMs`.
  *
@@ -43,11 +44,15 @@ export const DEFAULT_LOAD_VIEW_MODEL: LoadViewModelParams = Object.freeze({
   redisRefreshMs: DEFAULT_LOAD_VIEW.redisRefreshIntervalMs,
 });
 
-/** A router process's view, fed by the model. */
+/**
+ * A router process's view, fed by the model. Counts are kept by field, as in Redis: `n:<target>`
+ * for leases, `w:<target>` for queued work (the engines' figures have no work).
+ */
 class VirtualView implements LoadView {
   version = 0;
   private readonly own = new Map<string, number>();
   private othersById = new Map<string, number>();
+  private workById = new Map<string, number>();
   private included: ReadonlyMap<string, number> = new Map();
   private fresh = false;
   /** Redis: the deltas not yet sent, and whether a call is out. */
@@ -70,7 +75,13 @@ class VirtualView implements LoadView {
     return this.othersById.get(id) ?? 0;
   }
   ownAtRefresh(id: string): number {
-    return this.included.get(id) ?? 0;
+    return this.included.get(`n:${id}`) ?? 0;
+  }
+  othersWork(id: string): number {
+    return this.workById.get(id) ?? 0;
+  }
+  addWork(id: string, delta: number): void {
+    if (this.source === "redis") this.count(`w:${id}`, delta);
   }
   peers(): number {
     return this.processes;
@@ -80,22 +91,24 @@ class VirtualView implements LoadView {
   }
   setTargets(): void {}
   acquire(id: string): void {
-    this.count(id, 1);
+    this.count(`n:${id}`, 1);
   }
   release(id: string): void {
-    this.count(id, -1);
+    this.count(`n:${id}`, -1);
   }
   ownCounts(): Map<string, number> {
     return new Map(this.own);
   }
-  /** A refresh: `shared` per target, of which `included` was this process's. */
+  /** A refresh: `shared` per field, of which `included` was this process's. */
   update(shared: ReadonlyMap<string, number>, included: ReadonlyMap<string, number>): void {
     const others = new Map<string, number>();
-    for (const [id, n] of shared) {
-      const o = n - (included.get(id) ?? 0);
-      if (o > 0) others.set(id, o);
+    const work = new Map<string, number>();
+    for (const [field, n] of shared) {
+      const o = n - (included.get(field) ?? 0);
+      if (o > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), o);
     }
     this.othersById = others;
+    this.workById = work;
     this.included = included;
     this.fresh = true;
     this.version++;
@@ -105,10 +118,10 @@ class VirtualView implements LoadView {
   }
   async close(): Promise<void> {}
 
-  private count(id: string, delta: number): void {
-    this.own.set(id, (this.own.get(id) ?? 0) + delta);
+  private count(field: string, delta: number): void {
+    this.own.set(field, (this.own.get(field) ?? 0) + delta);
     if (this.source === "redis") {
-      this.pending.set(id, (this.pending.get(id) ?? 0) + delta);
+      this.pending.set(field, (this.pending.get(field) ?? 0) + delta);
       this.onChange(this);
     }
   }
@@ -181,7 +194,7 @@ export class LoadViewModel {
 
   private poll(view: VirtualView): void {
     const shared = new Map<string, number>();
-    for (const [id, s] of Object.entries(this.fleet.instanceStats())) shared.set(id, s.running + s.waiting);
+    for (const [id, s] of Object.entries(this.fleet.instanceStats())) shared.set(`n:${id}`, s.running + s.waiting);
     view.update(shared, view.ownCounts());
   }
 

@@ -60,7 +60,7 @@ export interface BenchOptions {
   enginePollIntervalsMs?: readonly number[];
   /** `redis` view: round trip to Redis, ms. @default 0.5 */
   redisRttMs?: number;
-  /** `redis` view: reads of the total by an idle process, ms. @default 100 (the library's default) */
+  /** `redis` view: reads of the total by an idle process, ms. @default 20 (the library's default) */
   redisRefreshMs?: number;
   /** Scale events applied in every run, in time order. @default [] */
   scaleEvents?: readonly ScaleEvent[];

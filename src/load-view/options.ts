@@ -93,12 +93,13 @@ export interface RedisLoadViewOptions {
    */
   leaseTtlMs?: number;
   /**
-   * Reads of the fleet-wide total when this process sends nothing (every write reads it too).
-   * From 5 to 600,000.
-   * @default 100
+   * Reads of the fleet-wide total when this process sends nothing (every write reads it too),
+   * ms. From 5 to 600,000. Fresher figures matter most to `longest-prefix`, whose fallback reads
+   * other routers' queued prefill (docs/load-view.md).
+   * @default 20
    */
   refreshIntervalMs?: number;
-  /** A total older than this no longer counts: the router uses its local view. @default 3 × refreshIntervalMs, at least 1000 */
+  /** A total older than this no longer counts: the router uses its local view. @default max(1000, 3 × refreshIntervalMs) */
   staleAfterMs?: number;
   /** Timeout of one Redis command, ms; also the connect timeout. From 1 to 600,000. @default 1000 */
   commandTimeoutMs?: number;
@@ -125,7 +126,7 @@ export const DEFAULT_LOAD_VIEW = Object.freeze({
   redisUrl: "redis://127.0.0.1:6379",
   redisKeyPrefix: "prefix-router",
   leaseTtlMs: 15_000,
-  redisRefreshIntervalMs: 100,
+  redisRefreshIntervalMs: 20,
   redisCommandTimeoutMs: 1000,
   minStaleAfterMs: 1000,
 });

@@ -2,9 +2,10 @@
  * The Lua script behind the `redis` load view: one round trip writes this process's lease counts
  * and reads the fleet-wide total, atomically. Keys, all in the Redis Cluster slot of `{prefix}`:
  *
- *   {prefix}:total        hash  target id → leases in flight over every live process
+ *   {prefix}:total        hash  field → sum over every live process; fields `n:<target>`
+ *                               (leases in flight) and `w:<target>` (queued work)
  *   {prefix}:procs        set   ids of the processes that have counts
- *   {prefix}:proc:<id>    hash  target id → leases of process <id> (what it has sent)
+ *   {prefix}:proc:<id>    hash  field → process <id>'s part (what it has sent)
  *   {prefix}:hb:<id>      string, expires after leaseTtlMs: process <id> is alive
  *
  * Invariant: total = Σ proc hashes. Modes:

@@ -2,6 +2,9 @@
  * The `redis` load view: every router process counts its leases in one Redis (an optional peer,
  * `ioredis`) and reads the fleet-wide total; key layout and expiry in redis-scripts.ts.
  *
+ * Fields are namespaced: `n:<target>` counts leases, `w:<target>` the queued work of picks that
+ * report some (`StrategyPick.work`, `longest-prefix`'s uncached blocks) until their first byte.
+ *
  * Per request: the lease's +1 and −1 join a pending delta; one script call at a time carries the
  * pending deltas and answers the total (so a burst of requests shares one round trip, and while
  * traffic flows the view is one round trip old). With no traffic, a read every
@@ -58,6 +61,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private readonly own = new OwnCounts();
   private readonly pending = new Map<string, number>();
   private othersById = new Map<string, number>();
+  private workById = new Map<string, number>();
   private included = new Map<string, number>();
   private processes = 1;
   private position = 0;
@@ -118,7 +122,15 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   ownAtRefresh(id: string): number {
-    return this.included.get(id) ?? 0;
+    return this.included.get(`n:${id}`) ?? 0;
+  }
+
+  othersWork(id: string): number {
+    return this.healthy ? (this.workById.get(id) ?? 0) : 0;
+  }
+
+  addWork(id: string, delta: number): void {
+    this.count(`w:${id}`, delta);
   }
 
   peers(): number {
@@ -130,16 +142,18 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   acquire(id: string): void {
-    this.count(id, 1);
+    this.count(`n:${id}`, 1);
   }
 
   release(id: string): void {
-    this.count(id, -1);
+    this.count(`n:${id}`, -1);
   }
 
-  stats(): LoadViewStats & { processId: string; processes: number } {
+  stats(): LoadViewStats & { processId: string; processes: number; othersQueuedWork: Record<string, number | null> } {
     const others: Record<string, number | null> = {};
     for (const [id, n] of this.othersById) others[id] = this.healthy ? n : null;
+    const work: Record<string, number | null> = {};
+    for (const [id, n] of this.workById) work[id] = this.healthy ? n : null;
     return {
       source: this.source,
       healthy: this.healthy,
@@ -150,6 +164,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       others,
       processId: this.processId,
       processes: this.processes,
+      othersQueuedWork: work,
     };
   }
 
@@ -180,9 +195,10 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.disconnect();
   }
 
-  private count(id: string, delta: number): void {
-    this.own.add(id, delta);
-    this.pending.set(id, (this.pending.get(id) ?? 0) + delta);
+  /** `field`: `n:<target>` (leases) or `w:<target>` (queued work). */
+  private count(field: string, delta: number): void {
+    this.own.add(field, delta);
+    this.pending.set(field, (this.pending.get(field) ?? 0) + delta);
     if (!this.queued && !this.inFlight) {
       this.queued = true;
       queueMicrotask(() => {
@@ -242,12 +258,14 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
 
   private applyTotal(total: string[], included: Map<string, number>, processes: number, position: number): void {
     const others = new Map<string, number>();
+    const work = new Map<string, number>();
     for (let i = 0; i + 1 < total.length; i += 2) {
-      const id = total[i] as string;
-      const n = Number(total[i + 1]) - (included.get(id) ?? 0);
-      if (n > 0) others.set(id, n);
+      const field = total[i] as string;
+      const n = Number(total[i + 1]) - (included.get(field) ?? 0);
+      if (n > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), n);
     }
     this.othersById = others;
+    this.workById = work;
     this.included = included;
     this.processes = Math.max(1, Number(processes) || 1);
     this.position = Number(position) || 0;

@@ -63,6 +63,10 @@ export interface LoadView<T extends TargetSpec = TargetSpec> {
   others(id: string): number;
   /** This router's leases on `id` counted in that figure (its own part of the shared total). Default 0. */
   ownAtRefresh?(id: string): number;
+  /** Queued work (`StrategyPick.work`) of other routers' picks on `id` not yet at their first byte. Default 0. */
+  othersWork?(id: string): number;
+  /** This router's queued work on `id` changed by `delta` (a pick queued it; its first byte or release ended it). */
+  addWork?(id: string, delta: number): void;
   /** Router processes sharing the figures, this one included, ≥ 1 (they split a target's headroom). Default 1. */
   peers?(): number;
   /** This router's position among them, 0 to peers() − 1. Default: none (the remainder goes at random). */
@@ -141,6 +145,8 @@ export class LoadReader {
           const n = view.others(id);
           const known = n >= 0;
           f.others[i] = known && n > 0 ? n : 0;
+          const w = known ? (view.othersWork?.(id) ?? 0) : 0;
+          f.work[i] = w > 0 ? w : 0;
           f.ownAtRefresh[i] = known ? (view.ownAtRefresh?.(id) ?? 0) : 0;
           if (!known || peers === 1) f.quota[i] = Number.POSITIVE_INFINITY;
           else {
@@ -170,9 +176,12 @@ export class LoadFigures {
   readonly ownAtRefresh: Float64Array;
   /** New leases this router may open per target until the next refresh (its share of the headroom). */
   readonly quota: Float64Array;
+  /** Other routers' queued work per target. */
+  readonly work: Float64Array;
 
   constructor(n: number) {
     this.others = new Float64Array(n);
+    this.work = new Float64Array(n);
     this.ownAtRefresh = new Float64Array(n);
     this.quota = new Float64Array(n).fill(Number.POSITIVE_INFINITY);
   }

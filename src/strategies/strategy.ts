@@ -54,6 +54,12 @@ export interface PickContext<T extends TargetSpec = TargetSpec> {
   readonly sharedLoad?: boolean;
   /** Requests in flight on target i: this router's, plus other routers' under a shared load view. */
   inflight(i: number): number;
+  /**
+   * Under a shared load view that carries it (`redis`): the {@link StrategyPick.work} other
+   * routers' picks queued on target i that has not reached its first byte yet, as last seen.
+   * 0 (or absent) otherwise.
+   */
+  othersQueuedWork?(i: number): number;
   /** Whether target i is ejected (passive outlier detection) or failing its active health check. */
   isEjected(i: number): boolean;
   /** Whether target i was already tried by this request (`RouteOptions.exclude`). */
@@ -77,6 +83,12 @@ export interface StrategyPick {
   readonly rank: number;
   /** The routing key reported in decisions and leases, if the strategy has one. */
   readonly key?: bigint | undefined;
+  /**
+   * Work this pick queues on the target until the response's first byte, in the strategy's own
+   * unit (`longest-prefix`: uncached blocks). A shared load view that carries it (`redis`) adds
+   * it to the fleet-wide figure other routers read through {@link PickContext.othersQueuedWork}.
+   */
+  readonly work?: number;
 }
 
 /** A ranking of candidates, best first, ignoring load. */

@@ -52,7 +52,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
       const first = r1.rank({ body }).targets[0]!.id;
       const held: Lease[] = [r1.route({ body }), r1.route({ body })];
       expect(held.map((l) => l.target.id)).toEqual([first, first]);
-      await eventually(async () => (await total(prefix))[first] === "2");
+      await eventually(async () => (await total(prefix))[`n:${first}`] === "2");
       r2 = await routerOn(server.url, prefix);
       await eventually(() => r2!.stats().loadView?.others[first] === 2);
       expect(r2.stats().loadView).toMatchObject({ healthy: true, processes: 2 });
