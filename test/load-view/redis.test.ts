@@ -71,6 +71,28 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
     }
   });
 
+  it("carries longest-prefix's queued prefill until the first byte", async () => {
+    const prefix = randomUUID();
+    const r1 = await routerOn(server.url, prefix, {}, { strategy: "longest-prefix" });
+    const r2 = await routerOn(server.url, prefix, {}, { strategy: "longest-prefix" });
+    try {
+      await eventually(() => r1.stats().loadView?.healthy === true && r2.stats().loadView?.healthy === true);
+      const lease = r1.route({ body });
+      const work = r1.stats().prefixIndex!.targets.find((t) => t.id === lease.target.id)!.queuedBlocks;
+      expect(work).toBeGreaterThan(0);
+      await eventually(async () => (await total(prefix))[`w:${lease.target.id}`] === String(work));
+      await eventually(() => (r2.stats().loadView as { othersQueuedWork?: Record<string, number> }).othersQueuedWork?.[lease.target.id] === work);
+      lease.firstByte();
+      await eventually(async () => (await total(prefix))[`w:${lease.target.id}`] === undefined);
+      expect(await total(prefix)).toEqual({ [`n:${lease.target.id}`]: "1" });
+      lease.release();
+      await eventually(async () => Object.keys(await total(prefix)).length === 0);
+    } finally {
+      await r1.close();
+      await r2.close();
+    }
+  });
+
   it("close() removes the process's counts at once", async () => {
     const prefix = randomUUID();
     const r = await routerOn(server.url, prefix);
