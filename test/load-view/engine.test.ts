@@ -8,6 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Router, createRouter, isRouterError } from "prefix-router";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
+import { ManualTimers } from "./manual-timers.js";
 import { eventually } from "./redis-server.js";
 
 type Closable = Router<Target> & { close(): Promise<void> };
@@ -142,6 +143,16 @@ describe("engine load view", () => {
     expect(r.targets()).toHaveLength(4);
     const custom = await engineRouter({ metricsURL: (t: Target) => new URL("/metrics", t.baseURL) });
     await eventually(() => custom.stats().loadView?.healthy === true);
+  });
+
+  it("close() ends the poll loop's timer", async () => {
+    const timers = new ManualTimers();
+    const r = await engineRouter({ timers });
+    await eventually(() => timers.size === 1 && r.stats().loadView?.healthy === true);
+    timers.fire();
+    await eventually(() => timers.size === 1);
+    await r.close();
+    expect(timers.size).toBe(0);
   });
 
   it("reads the live fleet's true figures, by SGLang's names too", async () => {

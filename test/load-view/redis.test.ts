@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, type Router, createRouter, isRouterError } from "prefix-router";
 import { importPeer } from "../../src/internal/optional-peer.js";
+import { ManualTimers } from "./manual-timers.js";
 import { HAS_REDIS_BINARY, OwnRedis, REDIS_SKIP_REASON, eventually, redisForTests } from "./redis-server.js";
 
 const targets = [{ id: "a" }, { id: "b" }, { id: "c" }, { id: "d" }];
@@ -91,6 +92,17 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
       await r1.close();
       await r2.close();
     }
+  });
+
+  it("close() ends the refresh loop's timer and the connection", async () => {
+    const timers = new ManualTimers();
+    const r = await routerOn(server.url, randomUUID(), { timers });
+    await eventually(() => r.stats().loadView?.healthy === true);
+    expect(timers.size).toBe(1);
+    timers.fire();
+    expect(timers.size).toBe(1);
+    await r.close();
+    expect(timers.size).toBe(0);
   });
 
   it("close() removes the process's counts at once", async () => {
