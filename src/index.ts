@@ -55,6 +55,16 @@ export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
 export { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
 export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
 export type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
+export { DEFAULT_ENGINE_METRICS, DEFAULT_LOAD_VIEW } from "./load-view/options.js";
+export type { EngineLoadViewOptions, EngineMetricNames, LoadViewOption, RedisLoadViewOptions } from "./load-view/options.js";
+export type { LoadView, LoadViewStats } from "./load-view/view.js";
+export { DEFAULT_MEMBERSHIP } from "./membership.js";
+export type { MembershipOptions, MembershipStats } from "./membership.js";
+export { dnsTargets } from "./dns-targets.js";
+export type { DnsResolver, DnsTarget, DnsTargetsOptions } from "./dns-targets.js";
+export { DEFAULT_HEALTH_CHECK } from "./health-check.js";
+export type { HealthCheckOptions } from "./health-check.js";
+export type { Timers } from "./internal/timers.js";
 // The OpenAI adapter needs no optional peer's types; its home is `prefix-router/openai`.
 export {
   DEFAULT_ATTEMPTS,

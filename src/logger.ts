@@ -44,3 +44,12 @@ export function checkLogger(value: unknown): Logger {
   }
   return value as Logger;
 }
+
+/** @internal Calls the logger; its exception never reaches routing or a background loop. */
+export function log(logger: Logger, level: (typeof LEVELS)[number], message: string, fields: Record<string, unknown>): void {
+  try {
+    logger[level](message, fields);
+  } catch {
+    // A broken logger must not break routing or stop a refresh loop.
+  }
+}

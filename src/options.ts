@@ -17,6 +17,10 @@ import {
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
+import { type BackgroundConfig, resolveBackground } from "./background.js";
+import type { HealthCheckOptions } from "./health-check.js";
+import type { LoadViewOption } from "./load-view/options.js";
+import type { MembershipOptions } from "./membership.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
 
@@ -123,6 +127,23 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default {} — the global providers, if `@opentelemetry/api` is installed
    */
   telemetry?: TelemetryOptions | false;
+  /**
+   * Where each target's in-flight count comes from (docs/load-view.md): `"local"`, this router's
+   * own leases; `{ source: "engine", … }`, the engines' `/metrics` (running + waiting requests)
+   * plus this router's requests since the last poll; `{ source: "redis", url, … }`, every router
+   * process's leases counted in Redis. Shared views refresh in the background; a decision never
+   * waits on them, and when their source is down the router uses its local view.
+   * @default "local"
+   */
+  loadView?: LoadViewOption<T>;
+  /** Targets from a provider refreshed in the background (see {@link dnsTargets}). @default none: `targets` only */
+  membership?: MembershipOptions<T>;
+  /**
+   * Active health checks: poll each target's health URL, take it out while it fails. `true`
+   * for the defaults.
+   * @default off
+   */
+  healthCheck?: HealthCheckOptions<T> | boolean;
 }
 
 export const DEFAULT_MODE: RoutingMode = "text";
@@ -150,6 +171,7 @@ export interface Config<T extends TargetSpec> {
   logger: Logger;
   closedLoop: ClosedLoopConfig;
   telemetry: TelemetryConfig;
+  background: BackgroundConfig<T>;
 }
 
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
@@ -212,6 +234,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     logger: checkLogger(o.logger),
     closedLoop: resolveClosedLoop(o.closedLoop),
     telemetry: checkTelemetry(o.telemetry),
+    background: resolveBackground<T>(o),
   };
 }
 

@@ -8,6 +8,7 @@
  * (`strategies/`): the router knows their interface, never their list.
  */
 import { checkRouteOptions } from "./call-checks.js";
+import { Background } from "./background.js";
 import { parseJson } from "./canonical-json.js";
 import { RouterError } from "./errors.js";
 import { hexKey } from "./internal/hex.js";
@@ -53,6 +54,12 @@ import type {
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
   const config = validateOptions(options);
   const [api, telemetry] = await Promise.all([loadHasher(), loadTelemetry(config.telemetry, config.clock)]);
+  const background = await Background.create(config.background, config.clock, {
+    concurrencyThreshold: config.concurrencyThreshold,
+    random: config.random,
+    logger: config.logger,
+    setFailing: (id, failing) => router?.setFailing(id, failing),
+  });
   const hasher = new KeyHasher(api, config.seed);
   const { mode, prefixLength } = config;
   // The strategy reports forgotten targets to the router, which exists once the strategy does.
@@ -82,7 +89,15 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
   if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
     events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
-  router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events);
+  try {
+    router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events, background);
+    await background.start(router);
+  } catch (error) {
+    // Targets a background feature cannot use, or a failed first membership refresh: nothing
+    // may stay open (a Redis connection, a timer).
+    await background.close();
+    throw error;
+  }
   return router;
 }
 
@@ -125,6 +140,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
     private readonly rendezvous: PrefixAware,
     private readonly events: RouterEvents,
+    /** Load view, membership and health checks (background.ts). */
+    private readonly background: Background<T>,
   ) {
     this.strategy = impl.name;
     Object.defineProperty(this, TELEMETRY, { value: events.telemetry });
@@ -132,6 +149,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
     this.rawUnits = Math.max(config.prefixLength, config.longestPrefix.maxInputLength);
+    background.validate(config.targets);
     this.install(config.targets);
   }
 
@@ -141,6 +159,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   setTargets(targets: readonly T[]): void {
     validateTargets(targets);
+    this.background.validate(targets);
     this.install(targets);
   }
 
@@ -160,9 +179,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
         this.statesById.set(t.id, state);
       }
       state.active = true;
+      state.failingHealthCheck = this.background.failing(t.id);
       return state;
     });
     this.snapshot = new Snapshot(list, states, (id) => this.hasher.targetHash(id));
+    this.background.install(list);
     this.impl.setTargets?.(list);
     this.events.targetsSet(list, this.impl.read !== undefined);
   }
@@ -177,7 +198,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const prepared = this.read(request);
     const now = this.config.clock.now();
     if (options?.target !== undefined) return this.routeTo(options.target, prepared, attempt, now);
-    const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
     return this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input));
@@ -208,8 +229,9 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       input: prepared.inputKind,
       predictedCachedTokens,
     });
-    const commitment = commit();
+    const commitment = this.background.queued(state.id, pick.work, commit());
     state.inflight++;
+    this.background.acquired(state.id);
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
     this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.fullTargetIds);
@@ -236,7 +258,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
     const snap = this.snapshot;
     const prepared = this.read(request);
-    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.concurrencyThreshold, this.config.random);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     let ranking;
     if (this.impl.rank !== undefined) {
       ranking = this.impl.rank(view, this.inputOf(prepared));
@@ -325,6 +347,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   /** @internal Called by a lease exactly once. */
   finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void {
     state.inflight--;
+    this.background.released(state.id);
     const now = this.config.clock.now();
     const durationMs = now - lease.startMs;
     state.recordDuration(durationMs);
@@ -358,7 +381,17 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   stats(): RouterStats {
-    return buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.());
+    return { ...buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
+  }
+
+  /** @internal Active health checks take target `id` out, or bring it back. */
+  setFailing(id: string, failing: boolean): void {
+    const state = this.statesById.get(id);
+    if (state !== undefined) state.failingHealthCheck = failing;
+  }
+
+  close(): Promise<void> {
+    return this.background.close();
   }
 }
 

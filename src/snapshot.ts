@@ -8,6 +8,7 @@ import { LRUCache } from "lru-cache";
 import { RouterError } from "./errors.js";
 import { RendezvousTable } from "./rendezvous.js";
 import type { PickContext } from "./strategies/strategy.js";
+import type { LoadFigures } from "./load-view/view.js";
 import { TargetState } from "./target-state.js";
 import type { TargetSpec } from "./types.js";
 
@@ -82,18 +83,29 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
     readonly now: number,
     readonly concurrencyThreshold: number,
     readonly random: () => number,
+    /** A shared load view's figures (`load-view/`); absent: the local view. */
+    private readonly load?: LoadFigures,
   ) {
     this.targets = snap.targets;
     this.weights = snap.weights;
     this.states = snap.states;
+    this.sharedLoad = load !== undefined;
   }
 
+  readonly sharedLoad: boolean;
+
   inflight(i: number): number {
-    return (this.states[i] as TargetState).inflight;
+    const own = (this.states[i] as TargetState).inflight;
+    return this.load === undefined ? own : this.load.inflight(i, own);
+  }
+
+  othersQueuedWork(i: number): number {
+    return this.load === undefined ? 0 : (this.load.work[i] as number);
   }
 
   isEjected(i: number): boolean {
-    return (this.states[i] as TargetState).isEjected(this.now);
+    const s = this.states[i] as TargetState;
+    return s.isEjected(this.now) || s.failingHealthCheck;
   }
 
   isExcluded(i: number): boolean {
@@ -101,8 +113,9 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
   }
 
   isOpen(i: number): boolean {
-    const s = this.states[i] as TargetState;
-    return s.inflight < this.concurrencyThreshold && !s.isEjected(this.now) && !this.isExcluded(i);
+    const own = (this.states[i] as TargetState).inflight;
+    const room = this.load === undefined ? own < this.concurrencyThreshold : this.load.open(i, own, this.concurrencyThreshold);
+    return room && !this.isEjected(i) && !this.isExcluded(i);
   }
 
   score(i: number, keyHi: number, keyLo: number): number {

@@ -61,6 +61,7 @@ function mergeTarget(list: readonly TargetStats[], routed: number): TargetStats 
   const until = list.map((t) => t.ejectedUntilMs).filter((ms): ms is number => ms !== null);
   out.ejected = list.some((t) => t.ejected);
   out.ejectedUntilMs = until.length === 0 ? null : Math.max(...until);
+  out.failingHealthCheck = list.some((t) => t.failingHealthCheck);
   out.ttftMs = mergeLatency(list.map((t) => t.ttftMs));
   out.durationMs = mergeLatency(list.map((t) => t.durationMs));
   return out;

@@ -71,6 +71,7 @@ function targetStats(s: TargetState, now: number, routed: number): TargetStats {
   deriveRates(out);
   out.ejected = ejected;
   out.ejectedUntilMs = ejected ? s.ejectedUntilMs : null;
+  out.failingHealthCheck = s.failingHealthCheck;
   out.ttftMs = s.ttftSummary();
   out.durationMs = s.durationSummary();
   return out;

@@ -56,6 +56,8 @@ export class TargetState {
   indexResets = 0;
   /** True while the id is in the current target set. */
   active = true;
+  /** True while active health checks (`health-check.ts`) take the target out, like an ejection. */
+  failingHealthCheck = false;
   private ttft: Histogram | undefined;
   private duration: Histogram | undefined;
 

@@ -5,6 +5,8 @@ import type { InputKind } from "./raw-prefix.js";
 import type { RoutingMode } from "./routing-input.js";
 import type { LatencySummary } from "./target-state.js";
 import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
+import type { LoadViewStats } from "./load-view/view.js";
+import type { MembershipStats } from "./membership.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */
 export interface TargetSpec {
@@ -172,6 +174,8 @@ export interface TargetStats {
   ejected: boolean;
   /** Clock time the ejection ends, ms; `null` when not ejected. */
   ejectedUntilMs: number | null;
+  /** True while active health checks (`healthCheck`) take the target out; false without them. */
+  failingHealthCheck: boolean;
   /** Time to first byte of the body (TTFT for streams), ms; `null` before any sample. */
   ttftMs: LatencySummary | null;
   /** Lease duration, ms; `null` before any sample. */
@@ -226,6 +230,10 @@ export interface RouterStats {
   >;
   /** The `longest-prefix` strategy's block index; present only with that strategy. */
   prefixIndex?: PrefixIndexStats;
+  /** The shared load view (`loadView` other than `"local"`): its source, health and figures. */
+  loadView?: LoadViewStats;
+  /** Membership refreshes; present only with the `membership` option. */
+  membership?: MembershipStats;
 }
 
 /** The key's ranking of eligible targets, as {@link Router.rank} returns it. */
@@ -273,4 +281,12 @@ export interface Router<T extends TargetSpec = TargetSpec> {
   targets(): readonly T[];
   /** A snapshot of the counters. */
   stats(): RouterStats;
+  /**
+   * Stops the router's background work — load view refreshes (a `redis` view also removes this
+   * process's counts from Redis), membership refreshes, health checks — and ends their timers
+   * and connections. Routing still works afterwards, on the local view. Idempotent. Every router
+   * `createRouter` returns has it; optional here only so that wrappers written before it still
+   * type-check.
+   */
+  close?(): Promise<void>;
 }

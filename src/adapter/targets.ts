@@ -35,6 +35,7 @@ export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (
     prepare: core.prepare.bind(core),
     targets: core.targets.bind(core),
     stats: core.stats.bind(core),
+    close: (): Promise<void> => core.close?.() ?? Promise.resolve(),
     setTargets(targets: readonly T[]): void {
       validate(targets);
       core.setTargets(targets);

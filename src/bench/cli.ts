@@ -13,6 +13,7 @@ import type { BenchOptions, BenchProgress } from "./run.js";
 import { formatReport } from "./table.js";
 import { loadTrace, traceWorkload } from "./trace.js";
 import { WORKLOAD_NAMES } from "./workloads.js";
+import { LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
 import type { WorkloadName } from "./workloads.js";
 import type { Workload } from "./workload.js";
 
@@ -43,6 +44,11 @@ Options:
                          95% intervals and paired comparisons with longest-prefix
   --routers LIST         independent router processes, each request through a random one
                          (application replicas that each embed the router; default: 1)
+  --load-view LIST       local,engine,redis: how each router process sees the fleet's load
+                         (default: local); engine and redis are modelled in virtual time
+  --engine-poll LIST     engine view: /metrics poll interval, e.g. 100ms,250ms (default: 100ms)
+  --redis-rtt T          redis view: round trip to Redis (default: 0.5ms)
+  --redis-refresh T      redis view: reads of an idle process (default: 20ms)
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
   --restart-at T:I[:D]   restart instance I at time T, its cache emptied, down for D first
                          (repeatable), e.g. 10m:i3 or 10m:i3:1m; each strategy also runs
@@ -92,6 +98,10 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.durationsMs && { durationsMs: args.durationsMs }),
       ...(args.seeds && { seeds: args.seeds }),
       ...(args.routers && { routers: args.routers }),
+      ...(args.loadViews && { loadViews: checkLoadViews(args.loadViews) }),
+      ...(args.enginePollIntervalsMs && { enginePollIntervalsMs: args.enginePollIntervalsMs }),
+      ...(args.redisRttMs !== undefined && { redisRttMs: args.redisRttMs }),
+      ...(args.redisRefreshMs !== undefined && { redisRefreshMs: args.redisRefreshMs }),
       scaleEvents: args.scaleEvents,
       restarts: args.restarts,
       ...(progress && { onProgress: progress.update }),
@@ -128,6 +138,15 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
     }
     throw e;
   }
+}
+
+function checkLoadViews(names: readonly string[]): LoadViewName[] {
+  for (const n of names) {
+    if (!(LOAD_VIEW_NAMES as readonly string[]).includes(n)) {
+      throw new BenchError("ERR_BENCH_OPTION", `Unknown load view \`${n}\`; expected one of ${LOAD_VIEW_NAMES.join(", ")}`);
+    }
+  }
+  return names as LoadViewName[];
 }
 
 /** A progress bar on stderr that appears only once the run has lasted two seconds (`undefined` without cli-progress). */

@@ -82,7 +82,7 @@ export function estimate(values: readonly number[]): Estimate {
 
 /** Key of a row's policy configuration on its scenario, without the seed. */
 export function configKey(r: BenchRow): string {
-  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1, r.strategy, r.prefixLength, r.concurrencyThreshold]);
+  return JSON.stringify([r.workload, r.instances, r.capacityTokens, r.rateMultiplier, r.durationMs, r.routers ?? 1, r.strategy, r.prefixLength, r.concurrencyThreshold, r.loadView ?? "local", r.loadViewModel ?? null]);
 }
 
 /** Key of a row's scenario without the seed. */

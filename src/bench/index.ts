@@ -20,6 +20,8 @@ export type { WorkloadName } from "./workloads.js";
 export { MOONCAKE_BLOCK_TOKENS, loadTrace, parseTrace, traceWorkload } from "./trace.js";
 export type { TraceParseOptions, TraceRecord, TraceWorkloadOptions } from "./trace.js";
 export { ROUTER_STRATEGIES, routerPolicy } from "./policies.js";
+export { DEFAULT_LOAD_VIEW_MODEL, LOAD_VIEW_NAMES, LoadViewModel } from "./load-views.js";
+export type { LoadViewModelParams, LoadViewName } from "./load-views.js";
 export { BENCH_STRATEGIES, policyByName } from "./registry.js";
 export { KUBEAI_DEFAULTS, LITELLM_PREFIX_CHARS, PEER_BASELINES, SGLANG_DEFAULTS, kubeaiPrefixHash, litellmAffinity, sglangCacheAware } from "./baselines.js";
 export type { Policy, PolicyContext, PolicyDecision, PolicyFactory } from "./policies.js";

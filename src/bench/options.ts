@@ -119,6 +119,10 @@ export interface BenchArgs {
   durationsMs: number[] | undefined;
   seeds: number[] | undefined;
   routers: number[] | undefined;
+  loadViews: string[] | undefined;
+  enginePollIntervalsMs: number[] | undefined;
+  redisRttMs: number | undefined;
+  redisRefreshMs: number | undefined;
   traceFile: string | undefined;
   scaleEvents: ScaleEvent[];
   restarts: RestartEvent[];
@@ -162,6 +166,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     duration: { type: "string", multiple: true },
     seed: { type: "string", multiple: true },
     routers: { type: "string", multiple: true },
+    "load-view": { type: "string", multiple: true },
+    "engine-poll": { type: "string", multiple: true },
+    "redis-rtt": { type: "string" },
+    "redis-refresh": { type: "string" },
     trace: { type: "string" },
     "scale-at": { type: "string", multiple: true },
     "restart-at": { type: "string", multiple: true },
@@ -183,6 +191,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
     seeds: parseSeeds(strings("seed")),
     routers: parseNumbers(strings("routers"), "--routers", true),
+    loadViews: splitList(strings("load-view")),
+    enginePollIntervalsMs: splitList(strings("engine-poll"))?.map((v) => parseDuration(v, "--engine-poll")),
+    redisRttMs: values["redis-rtt"] === undefined ? undefined : parseDuration(values["redis-rtt"] as string, "--redis-rtt"),
+    redisRefreshMs: values["redis-refresh"] === undefined ? undefined : parseDuration(values["redis-refresh"] as string, "--redis-refresh"),
     traceFile: values["trace"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     restarts: (strings("restart-at") ?? []).map(parseRestartEvent),

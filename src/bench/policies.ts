@@ -12,6 +12,7 @@ import { STRATEGIES, createRouter } from "../index.js";
 import type { Lease, Strategy } from "../index.js";
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
 import type { BenchRequest } from "./workload.js";
+import type { LoadView } from "../load-view/view.js";
 
 /** One routing decision of a {@link Policy}. */
 export interface PolicyDecision {
@@ -63,6 +64,8 @@ export interface PolicyContext {
   readonly random: () => number;
   /** Simulated time, ms. */
   readonly clock: { now(): number };
+  /** This process's shared load view (`--load-view engine|redis`); absent: the local view. */
+  readonly loadView?: LoadView;
 }
 
 /** A named policy constructor. */
@@ -73,6 +76,8 @@ export interface PolicyFactory {
   readonly usesPrefixLength: boolean;
   /** Whether results depend on `concurrencyThreshold` (otherwise `concurrencyThreshold: null`). */
   readonly usesConcurrencyThreshold: boolean;
+  /** Whether the policy reads {@link PolicyContext.loadView} (otherwise it runs with the local view only). */
+  readonly usesLoadView?: boolean;
   /** Builds a fresh policy for one run. */
   create(context: PolicyContext): Promise<Policy>;
 }
@@ -94,6 +99,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
     name,
     usesPrefixLength: !loadBased && strategy !== "longest-prefix",
     usesConcurrencyThreshold: !loadBased,
+    usesLoadView: strategy !== "random",
     async create(ctx) {
       const router = await createRouter({
         targets: ctx.targets.map((id) => ({ id })),
@@ -105,6 +111,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
         random: ctx.random,
         clock: ctx.clock,
         ejection: false,
+        ...(ctx.loadView && { loadView: ctx.loadView }),
       });
       return {
         route(request) {

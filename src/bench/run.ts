@@ -17,6 +17,7 @@ import type { BenchRow, IdealTotals, PolicyRun, ScaleEvent, Scenario } from "./s
 import type { Workload } from "./workload.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 import type { WorkloadName } from "./workloads.js";
+import { DEFAULT_LOAD_VIEW_MODEL, LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
 
 /** Options of {@link runBenchmark}. Every array sweeps: one row per combination. */
 export interface BenchOptions {
@@ -49,6 +50,19 @@ export interface BenchOptions {
    * own index; they share the configuration, seed included. @default [1]
    */
   routers?: readonly number[];
+  /**
+   * Load views of the router processes (`--load-view`): `local` (each process counts its own
+   * requests), `engine` (the engines' running + waiting requests, polled) and `redis` (every
+   * process's leases in one Redis), modelled in virtual time (load-views.ts). Non-local views run
+   * for prefix-router's strategies other than `random`. @default ["local"]
+   */
+  loadViews?: readonly LoadViewName[];
+  /** `engine` view: poll intervals, ms; one row each. @default [100] (the library's default) */
+  enginePollIntervalsMs?: readonly number[];
+  /** `redis` view: round trip to Redis, ms. @default 0.5 */
+  redisRttMs?: number;
+  /** `redis` view: reads of the total by an idle process, ms. @default 20 (the library's default) */
+  redisRefreshMs?: number;
   /** Scale events applied in every run, in time order. @default [] */
   scaleEvents?: readonly ScaleEvent[];
   /**
@@ -78,7 +92,7 @@ export interface BenchProgress {
 /**
  * Runs the benchmark and returns one row per (scenario × policy configuration), in the order
  * workloads → instances → capacity → rate → duration → seed → routers → strategy → prefix length →
- * threshold.
+ * threshold → load view.
  *
  * @throws {BenchError} `ERR_BENCH_OPTION` for an unknown workload or strategy, or a value out of range
  * @example
@@ -123,6 +137,19 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   if (options.durationsMs !== undefined) {
     checkList("durationsMs", options.durationsMs, (v) => Number.isFinite(v) && v > 0, "numbers of ms > 0");
   }
+  const loadViews = options.loadViews ?? ["local"];
+  if (!Array.isArray(loadViews) || loadViews.length === 0 || loadViews.some((v) => !LOAD_VIEW_NAMES.includes(v))) {
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`loadViews\` to hold ${LOAD_VIEW_NAMES.join(", ")}, got ${JSON.stringify(loadViews)}`);
+  }
+  const polls = checkList("enginePollIntervalsMs", options.enginePollIntervalsMs ?? [DEFAULT_LOAD_VIEW_MODEL.enginePollMs], (v) => Number.isFinite(v) && v > 0, "numbers of ms > 0");
+  const redisRttMs = checkList("redisRttMs", [options.redisRttMs ?? DEFAULT_LOAD_VIEW_MODEL.redisRttMs], (v) => Number.isFinite(v) && v >= 0, "a number of ms ≥ 0")[0]!;
+  const redisRefreshMs = checkList("redisRefreshMs", [options.redisRefreshMs ?? DEFAULT_LOAD_VIEW_MODEL.redisRefreshMs], (v) => Number.isFinite(v) && v > 0, "a number of ms > 0")[0]!;
+  const views: PolicyRun["loadView"][] = [];
+  for (const v of loadViews) {
+    if (v === "local") views.push(undefined);
+    else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs } });
+    else for (const enginePollMs of polls) views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, enginePollMs } });
+  }
   const scaleEvents = [...(options.scaleEvents ?? [])];
   for (const e of scaleEvents) {
     if (!Number.isFinite(e.atMs) || e.atMs < 0 || !Number.isInteger(e.delta) || e.delta === 0) {
@@ -163,7 +190,8 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                 for (const factory of factories) {
                   for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
                     for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
-                      runs.push({ factory, prefixLength, concurrencyThreshold });
+                      for (const loadView of factory.usesLoadView === true ? views : [undefined])
+                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }) });
                 }
                 plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
               }

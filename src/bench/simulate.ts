@@ -17,6 +17,7 @@ import type { Policy, PolicyFactory } from "./policies.js";
 import { BenchError } from "./errors.js";
 import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js";
 import type { BenchRequest, Workload } from "./workload.js";
+import { type LoadViewModelParams, LoadViewModel } from "./load-views.js";
 
 /** A change of fleet size during a run: `--scale-at 30m:+1`. */
 export interface ScaleEvent {
@@ -60,6 +61,10 @@ export interface BenchRow extends RunMetrics {
   restarts?: RestartResult[];
   /** Wall-clock measurements (not deterministic). */
   wall: WallClock;
+  /** The shared load view the router processes used (load-views.ts); absent: `local`. */
+  loadView?: "engine" | "redis";
+  /** The modelled source of that view: the engine poll interval, or the Redis round trip and idle refresh. */
+  loadViewModel?: Partial<LoadViewModelParams>;
 }
 
 /** What every policy of a scenario replays: one workload on one fleet, one seed. */
@@ -78,6 +83,8 @@ export interface PolicyRun {
   factory: PolicyFactory;
   prefixLength: number | null;
   concurrencyThreshold: number | null;
+  /** A shared load view and its model's parameters; absent: each process's local view. */
+  loadView?: { name: "engine" | "redis"; params: LoadViewModelParams };
 }
 
 /** Instance ids at the start of a run: `i0`, `i1`, … (the fleet's default ids). */
@@ -122,6 +129,8 @@ export async function simulate(
   const bucketMs = Math.max(1000, Math.round(sc.durationMs / 120 / 1000) * 1000);
   const recorder = new RunRecorder({ bucketMs });
   for (const id of ids) recorder.registerInstance(id);
+  const lv = run.loadView;
+  const model = lv === undefined ? undefined : new LoadViewModel(lv.name, sc.routers, lv.params, fleet, mix32(sc.seed, 0x10ad));
   // One policy per router process: same configuration and seed, own random stream and state.
   const policies: Policy[] = [];
   for (let k = 0; k < sc.routers; k++) {
@@ -133,6 +142,7 @@ export async function simulate(
         seed: sc.seed,
         random: new Rng(k === 0 ? mix32(sc.seed, 0x2047e) : mix32(sc.seed, 0x2047e, k)).asFunction(),
         clock: { now: () => fleet.now },
+        ...(model && { loadView: model.views[k] }),
       }),
     );
   }
@@ -150,8 +160,24 @@ export async function simulate(
   let decisions = 0;
   let count = 0;
 
+  // With a modelled load view, its events and the fleet's run in one time order.
+  const advanceTo = (t: number) => {
+    // Fleet events one at a time: a release may schedule a model event before the next one.
+    while (model !== undefined) {
+      const te = model.nextEventMs();
+      const tf = fleet.nextEventMs();
+      if (te > t && tf > t) break;
+      if (tf < te) fleet.advanceTo(tf);
+      else {
+        fleet.advanceTo(te);
+        model.runNext();
+      }
+    }
+    fleet.advanceTo(t);
+  };
+
   const applyScale = (e: ScaleEvent) => {
-    fleet.advanceTo(Math.max(fleet.now, e.atMs));
+    advanceTo(Math.max(fleet.now, e.atMs));
     if (e.delta > 0) {
       for (let k = 0; k < e.delta; k++) {
         const id = `i${nextId++}`;
@@ -174,7 +200,7 @@ export async function simulate(
     rateMultiplier: sc.rateMultiplier,
   });
   const applyRestart = (e: RestartEvent) => {
-    fleet.advanceTo(Math.max(fleet.now, e.atMs));
+    advanceTo(Math.max(fleet.now, e.atMs));
     if (!ids.includes(e.instance)) {
       throw new BenchError("ERR_BENCH_OPTION", `Cannot restart \`${e.instance}\` at ${e.atMs} ms: the fleet has ${ids.join(", ")}`);
     }
@@ -187,7 +213,7 @@ export async function simulate(
       if (e.atMs < sc.durationMs) applyScale(e);
     }
     while (nextRestart < restarts.length && restarts[nextRestart]!.atMs <= req.arrivalMs) applyRestart(restarts[nextRestart++]!);
-    fleet.advanceTo(req.arrivalMs);
+    advanceTo(req.arrivalMs);
     const prompt = renderPrompt(req.body);
     const t0 = performance.now();
     const policy = sc.routers === 1 ? (policies[0] as Policy) : (policies[front.int(sc.routers)] as Policy);
@@ -304,6 +330,10 @@ export async function simulate(
       routeMeanUs: decisions > 0 ? round((routeMs * 1000) / decisions, 3) : 0,
       runMs: Math.round(performance.now() - wallStart),
     },
+    ...(lv && {
+      loadView: lv.name,
+      loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs },
+    }),
   };
   return { row, ideal: idealTotals, fine };
 }

@@ -24,9 +24,12 @@ const pct = (v: number, digits = 1) => `${(100 * v).toFixed(digits)}`;
 const ms = (v: number) => (v >= 1000 ? v.toFixed(0) : v.toFixed(1));
 const signed = (v: number) => `${v > 0 ? "+" : ""}${(100 * v).toFixed(1)}%`;
 
-/** The strategy, with `×N` when the row ran behind N > 1 independent router processes. */
+/** The strategy, with `×N` when the row ran behind N > 1 independent router processes, and its shared load view. */
 function strategyLabel(r: BenchRow): string {
-  return (r.routers ?? 1) > 1 ? `${r.strategy} ×${r.routers}` : r.strategy;
+  const base = (r.routers ?? 1) > 1 ? `${r.strategy} ×${r.routers}` : r.strategy;
+  if (r.loadView === undefined) return base;
+  const poll = r.loadViewModel?.enginePollMs;
+  return `${base} ${r.loadView}${poll === undefined ? "" : ` ${formatDuration(poll)}`}`;
 }
 
 /** Human-readable duration: 90000 → "1m30s". */

@@ -62,6 +62,8 @@ export interface StartFleetOptions {
   clock?: { now(): number };
   /** Wall clock in ms for `created` timestamps. @default Date.now */
   wallClock?: () => number;
+  /** `/metrics` names: vLLM's, or vLLM's and SGLang's load gauges (`"sglang"`). @default "vllm" */
+  metricsFlavor?: "vllm" | "sglang";
 }
 
 /** One running instance. */
@@ -197,7 +199,13 @@ class Instance implements LiveInstance, InstanceRuntime {
     engine: Engine,
     driver: TimerDriver,
     rng: RandomSource,
-    private readonly opts: { models: readonly string[]; defaultMaxTokens: number; sagemaker: InstanceRuntime["sagemaker"]; wallClock: () => number },
+    private readonly opts: {
+      models: readonly string[];
+      defaultMaxTokens: number;
+      sagemaker: InstanceRuntime["sagemaker"];
+      wallClock: () => number;
+      metricsFlavor?: "vllm" | "sglang";
+    },
   ) {
     this.engine = engine;
     this.driver = driver;
@@ -263,7 +271,7 @@ class Instance implements LiveInstance, InstanceRuntime {
   }
 
   metrics(): string {
-    return renderMetrics({ modelName: this.models[0]!, instanceId: this.id, stats: this.engine.stats(), ttft: this.engine.ttftHistogram() });
+    return renderMetrics({ modelName: this.models[0]!, instanceId: this.id, stats: this.engine.stats(), ttft: this.engine.ttftHistogram(), flavor: this.opts.metricsFlavor });
   }
 
   // InstanceRuntime
@@ -391,6 +399,7 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
       defaultMaxTokens,
       sagemaker: { variants, inferenceComponents, eventStream },
       wallClock,
+      metricsFlavor: options.metricsFlavor,
     });
   });
   const stop = async (): Promise<void> => {

@@ -18,6 +18,12 @@ export interface MetricsSnapshot {
   stats: EngineStats;
   /** TTFT histogram in seconds. */
   ttft: Histogram;
+  /**
+   * Whose metric names: `"vllm"` (the default) or `"sglang"`, which adds SGLang's load gauges
+   * (`sglang:num_running_reqs`, `sglang:num_queue_reqs`, `sglang:token_usage`) with the same
+   * true values — for load views configured for SGLang.
+   */
+  flavor?: "vllm" | "sglang";
 }
 
 function escapeLabel(v: string): string {
@@ -59,6 +65,14 @@ export function renderMetrics(s: MetricsSnapshot): string {
     .map(([le, count]) => ["_bucket", `,le="${num(le)}"`, count] as [string, string, number]);
   buckets.push(["_sum", "", s.ttft.sum], ["_count", "", s.ttft.count]);
   family("vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.", buckets);
+  if (s.flavor === "sglang") {
+    const sg = (name: string, help: string, value: number): void => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name}{model_name="${escapeLabel(s.modelName)}"} ${num(value)}`);
+    };
+    sg("sglang:num_running_reqs", "The number of running requests.", st.running);
+    sg("sglang:num_queue_reqs", "The number of requests in the waiting queue.", st.waiting);
+    sg("sglang:token_usage", "The token usage.", st.kvUsage);
+  }
   lines.push(
     "# HELP prefix_router_fleet_instance_info The emulated instance serving these metrics.",
     "# TYPE prefix_router_fleet_instance_info gauge",

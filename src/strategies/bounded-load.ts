@@ -146,7 +146,9 @@ class BoundedContext<T extends TargetSpec> implements PickContext<T> {
   get now() { return this.inner.now; }
   get concurrencyThreshold() { return this.inner.concurrencyThreshold; }
   get random() { return this.inner.random; }
+  get sharedLoad() { return this.inner.sharedLoad; }
   inflight(i: number) { return this.inner.inflight(i); }
+  othersQueuedWork(i: number) { return this.inner.othersQueuedWork?.(i) ?? 0; }
   isEjected(i: number) { return this.inner.isEjected(i); }
   isExcluded(i: number) { return this.inner.isExcluded(i); }
   isOpen(i: number) { return this.inner.isOpen(i) && this.bound.within(i, this.factor); }

@@ -3,7 +3,9 @@
  * `prefixLength` of the routing input, hashed with the tenant and the model; `routing-key.ts`)
  * ranks the targets by weighted rendezvous hashing (`rendezvous.ts`); the request goes to the
  * first of that ranking that is open — below `concurrencyThreshold` in flight, not ejected, not
- * already tried — and, when none is, to the least loaded (`fallback.ts`).
+ * already tried — and, when none is, to the least loaded (`fallback.ts`). Under a shared load
+ * view both go to the less loaded of two targets drawn among the ranking's next three
+ * (`two-choices.ts`): figures one refresh old would send every router to the same one.
  *
  * Cost: T rendezvous scores per decision (T eligible targets) and, only when the first choice is
  * not open, one sort of T scores. A request without routing input goes by least-outstanding.
@@ -21,6 +23,7 @@ import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokens
 import { leastLoaded, inflightPerWeight } from "./fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
+import { twoChoiceFallback, twoChoiceSpill } from "./two-choices.js";
 import { splitKey } from "../rendezvous.js";
 
 type Ctx = PickContext<{ id: string }>;
@@ -114,11 +117,15 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     const first = candidates[best] as number;
     if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
     const order = sortByScore(candidates, scores);
+    if (ctx.sharedLoad === true) {
+      const r = twoChoiceSpill(ctx, order, 1);
+      if (r !== -1) return { index: order[r] as number, kind: "spillover", rank: r };
+    }
     for (let r = 1; r < order.length; r++) {
       const i = order[r] as number;
       if (ctx.isOpen(i)) return { index: i, kind: "spillover", rank: r };
     }
-    return leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i));
+    return (ctx.sharedLoad === true ? twoChoiceFallback(ctx, order) : undefined) ?? leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i));
   }
 
   /** Rendezvous scores of the candidates for `key`, in a scratch array reused across decisions. */

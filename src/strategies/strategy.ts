@@ -44,9 +44,23 @@ export interface PickContext<T extends TargetSpec = TargetSpec> {
   readonly concurrencyThreshold: number;
   /** The router's random source, in [0, 1). */
   readonly random: () => number;
-  /** Requests in flight on target i, counted by this router. */
+  /**
+   * True when {@link PickContext.inflight} includes other routers' requests, from a shared load
+   * view refreshed in the background (`loadView: "engine"` or `"redis"`): the figures can be one
+   * refresh old, so several routers may see the same target as the least busy at once. Strategies
+   * then spread spillover at random among the key's next choices (two choices) instead of sending
+   * it all to the next one. Absent or false: the router's own requests only (the local view).
+   */
+  readonly sharedLoad?: boolean;
+  /** Requests in flight on target i: this router's, plus other routers' under a shared load view. */
   inflight(i: number): number;
-  /** Whether target i is ejected (passive outlier detection). */
+  /**
+   * Under a shared load view that carries it (`redis`): the {@link StrategyPick.work} other
+   * routers' picks queued on target i that has not reached its first byte yet, as last seen.
+   * 0 (or absent) otherwise.
+   */
+  othersQueuedWork?(i: number): number;
+  /** Whether target i is ejected (passive outlier detection) or failing its active health check. */
   isEjected(i: number): boolean;
   /** Whether target i was already tried by this request (`RouteOptions.exclude`). */
   isExcluded(i: number): boolean;
@@ -76,6 +90,12 @@ export interface StrategyPick {
    * (docs/observability.md, "Closed loop").
    */
   readonly predictedCachedTokens?: number | undefined;
+  /**
+   * Work this pick queues on the target until the response's first byte, in the strategy's own
+   * unit (`longest-prefix`: uncached blocks). A shared load view that carries it (`redis`) adds
+   * it to the fleet-wide figure other routers read through {@link PickContext.othersQueuedWork}.
+   */
+  readonly work?: number;
 }
 
 /** A ranking of candidates, best first, ignoring load. */

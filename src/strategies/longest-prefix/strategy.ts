@@ -39,6 +39,7 @@ import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../by-id.js";
 import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../closed-loop.js";
 import { leastLoaded } from "../fallback.js";
+import { twoChoiceFallback } from "../two-choices.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
@@ -254,7 +255,8 @@ class Placement {
 
   /** Uncached blocks queued on target i by this router's requests that have not answered yet. */
   private backlog(i: number): number {
-    return (this.slots[i] as Slot).pending;
+    // Under a shared load view, other routers' queued prefill on the target too.
+    return (this.slots[i] as Slot).pending + (this.ctx.othersQueuedWork?.(i) ?? 0);
   }
 
   /** The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all) that is open and within `factor`, or −1. */
@@ -339,7 +341,10 @@ class Placement {
     const positions = r.positions();
     const order = positions.map((j) => this.target(j));
     const uncached = (k: number) => this.blocks - (r.match[positions[k] as number] as number);
-    const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
+    const load = (i: number, k: number) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number);
+    // Under a shared load view every router sees the same, slightly old backlogs: two choices
+    // among the ranking's first three instead of the least of all (two-choices.ts).
+    const p = (ctx.sharedLoad === true ? twoChoiceFallback(ctx, order, load) : undefined) ?? leastLoaded(ctx, order, load);
     const work = uncached(p.rank);
     return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
   }

@@ -1,0 +1,244 @@
+/**
+ * The `loadView` router option: its shapes, defaults and validation. The views themselves are
+ * in engine.ts and redis.ts; view.ts has the contract and the arithmetic.
+ */
+import {
+  checkHttpURL,
+  optionFunction,
+  optionInteger,
+  optionObject,
+  optionString,
+  optionStrings,
+  optionTimers,
+} from "../internal/options.js";
+import type { Timers } from "../internal/timers.js";
+import { describe } from "../internal/validate.js";
+import type { TargetSpec } from "../types.js";
+import type { LoadView } from "./view.js";
+
+/** The Prometheus metric names the `engine` view reads; the first name a target exports counts. */
+export interface EngineMetricNames {
+  /** Gauges of requests running on the engine (summed over label sets). @default ["vllm:num_requests_running", "sglang:num_running_reqs"] */
+  running?: readonly string[];
+  /** Gauges of requests waiting for the engine. @default ["vllm:num_requests_waiting", "sglang:num_queue_reqs"] */
+  waiting?: readonly string[];
+  /** KV-cache usage gauges, 0..1 (reported in stats). @default ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"] */
+  kvCacheUsage?: readonly string[];
+}
+
+/** Defaults of {@link EngineMetricNames}: vLLM's names, then SGLang's. */
+export const DEFAULT_ENGINE_METRICS: Readonly<Required<EngineMetricNames>> = Object.freeze({
+  running: Object.freeze(["vllm:num_requests_running", "sglang:num_running_reqs"]),
+  waiting: Object.freeze(["vllm:num_requests_waiting", "sglang:num_queue_reqs"]),
+  kvCacheUsage: Object.freeze(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"]),
+});
+
+/**
+ * `loadView: { source: "engine", … }`: poll each target's Prometheus `/metrics` and count its
+ * running + waiting requests. Needs the optional package `parse-prometheus-text-format`.
+ */
+export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
+  source: "engine";
+  /**
+   * Where a target's metrics are. Default: the target's own `metricsURL` field when it has one,
+   * else `/metrics` at the origin of its `baseURL` (an OpenAI target `http://10.0.0.7:8000/v1`
+   * → `http://10.0.0.7:8000/metrics`, where vLLM and SGLang serve them). A target with neither
+   * is a TypeError at `createRouter`/`setTargets`.
+   */
+  metricsURL?: (target: T) => string | URL;
+  /**
+   * Time between two polls of every target, ms. From 10 to 600,000. Each router process sends
+   * each engine 1000 / `intervalMs` scrapes per second; other routers' requests are seen one
+   * poll late (docs/load-view.md has the measured trade-off).
+   * @default 100
+   */
+  intervalMs?: number;
+  /** Timeout of one scrape, ms. From 1 to 600,000. @default 1000 */
+  timeoutMs?: number;
+  /**
+   * A target's figure older than this no longer counts (its load is then this router's own).
+   * From 1 to 3,600,000.
+   * @default 3 × intervalMs, at least 1000
+   */
+  staleAfterMs?: number;
+  /** Metric names (vLLM's and SGLang's by default). */
+  metrics?: EngineMetricNames;
+  /** Headers sent with every scrape (e.g. `Authorization`). @default {} */
+  headers?: Readonly<Record<string, string>>;
+  /** Timer source of the poll loop (tests). @default Node's timers, unref'd */
+  timers?: Timers;
+}
+
+/**
+ * `loadView: { source: "redis", … }`: every router process counts its leases in one Redis, and
+ * reads every process's total. Needs the optional package `ioredis`. Key layout and expiry:
+ * docs/load-view.md.
+ */
+export interface RedisLoadViewOptions {
+  source: "redis";
+  /** `redis://[user:password@]host:port[/db]` (or `rediss://`). @default "redis://127.0.0.1:6379" */
+  url?: string;
+  /**
+   * Prefix of every key; routers in front of the same fleet share it, other fleets use another.
+   * The keys are `{<keyPrefix>}:…`, one Redis Cluster slot.
+   * @default "prefix-router"
+   */
+  keyPrefix?: string;
+  /**
+   * How long a process's counts outlive it: a process that stops heartbeating (killed, frozen,
+   * cut off) has its leases removed by the other processes after this long. It heartbeats every
+   * `leaseTtlMs / 3`. From 1,000 to 3,600,000.
+   * @default 15000
+   */
+  leaseTtlMs?: number;
+  /**
+   * Reads of the fleet-wide total when this process sends nothing (every write reads it too),
+   * ms. From 5 to 600,000. Fresher figures matter most to `longest-prefix`, whose fallback reads
+   * other routers' queued prefill (docs/load-view.md).
+   * @default 20
+   */
+  refreshIntervalMs?: number;
+  /** A total older than this no longer counts: the router uses its local view. @default max(1000, 3 × refreshIntervalMs) */
+  staleAfterMs?: number;
+  /** Timeout of one Redis command, ms; also the connect timeout. From 1 to 600,000. @default 1000 */
+  commandTimeoutMs?: number;
+  /** This process's id in Redis. Unique per process. @default a random UUID */
+  processId?: string;
+  /** Timer source of the refresh and heartbeat loops (tests). @default Node's timers, unref'd */
+  timers?: Timers;
+}
+
+/** What the `loadView` option accepts. */
+export type LoadViewOption<T extends TargetSpec = TargetSpec> =
+  | "local"
+  | "engine"
+  | "redis"
+  | { source: "local" }
+  | EngineLoadViewOptions<T>
+  | RedisLoadViewOptions
+  | LoadView<T>;
+
+/** Defaults of the shared views. */
+export const DEFAULT_LOAD_VIEW = Object.freeze({
+  engineIntervalMs: 100,
+  engineTimeoutMs: 1000,
+  redisUrl: "redis://127.0.0.1:6379",
+  redisKeyPrefix: "prefix-router",
+  leaseTtlMs: 15_000,
+  redisRefreshIntervalMs: 20,
+  redisCommandTimeoutMs: 1000,
+  minStaleAfterMs: 1000,
+});
+
+/** @internal Validated `engine` options. */
+export interface EngineConfig<T extends TargetSpec> {
+  readonly source: "engine";
+  readonly metricsURL: (target: T) => string;
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  readonly staleAfterMs: number;
+  readonly metrics: Readonly<Required<EngineMetricNames>>;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timers: Timers;
+}
+
+/** @internal Validated `redis` options. */
+export interface RedisConfig {
+  readonly source: "redis";
+  readonly url: string;
+  readonly keyPrefix: string;
+  readonly leaseTtlMs: number;
+  readonly refreshIntervalMs: number;
+  readonly staleAfterMs: number;
+  readonly commandTimeoutMs: number;
+  readonly processId: string | undefined;
+  readonly timers: Timers;
+}
+
+/** @internal A validated `loadView` option (`undefined`: local). */
+export type LoadViewConfig<T extends TargetSpec> = EngineConfig<T> | RedisConfig | { readonly source: "custom"; readonly view: LoadView<T> };
+
+const VIEW_METHODS = ["shared", "others", "setTargets", "acquire", "release", "stats", "close"] as const;
+
+/** @internal Validates `loadView`. */
+export function resolveLoadView<T extends TargetSpec>(value: unknown): LoadViewConfig<T> | undefined {
+  if (value === undefined || value === "local") return undefined;
+  if (value === "engine" || value === "redis") return resolveLoadView({ source: value });
+  const o = optionObject("loadView", value);
+  if (typeof o["shared"] === "function" || typeof o["others"] === "function") {
+    for (const m of VIEW_METHODS) {
+      if (typeof o[m] !== "function") throw new TypeError(`Expected \`loadView.${m}\` to be a function, got ${describe(o[m])}`);
+    }
+    optionString("loadView.source", o["source"]);
+    return { source: "custom", view: value as LoadView<T> };
+  }
+  switch (o["source"]) {
+    case "local":
+      return undefined;
+    case "engine":
+      return resolveEngine<T>(o);
+    case "redis":
+      return resolveRedis(o);
+    default:
+      throw new TypeError(
+        `Expected \`loadView\` to be "local", "engine", "redis", { source, … } or a LoadView object, got ${describe(o["source"] === undefined ? value : o["source"])}`,
+      );
+  }
+}
+
+function staleAfter(name: string, value: unknown, intervalMs: number): number {
+  return optionInteger(name, value, Math.max(DEFAULT_LOAD_VIEW.minStaleAfterMs, 3 * intervalMs), 1, 3_600_000);
+}
+
+function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): EngineConfig<T> {
+  const intervalMs = optionInteger("loadView.intervalMs", o["intervalMs"], DEFAULT_LOAD_VIEW.engineIntervalMs, 10, 600_000);
+  const names = o["metrics"] === undefined ? {} : optionObject("loadView.metrics", o["metrics"]);
+  const headers = o["headers"] === undefined ? {} : optionObject("loadView.headers", o["headers"]);
+  for (const [k, v] of Object.entries(headers)) {
+    if (typeof v !== "string") throw new TypeError(`Expected \`loadView.headers.${k}\` to be a string, got ${describe(v)}`);
+  }
+  const custom = o["metricsURL"] === undefined ? undefined : optionFunction<(t: T) => string | URL>("loadView.metricsURL", o["metricsURL"]);
+  return {
+    source: "engine",
+    metricsURL: (target: T) => checkHttpURL(`metrics URL of target ${JSON.stringify(target.id)}`, custom === undefined ? defaultMetricsURL(target) : custom(target)),
+    intervalMs,
+    timeoutMs: optionInteger("loadView.timeoutMs", o["timeoutMs"], DEFAULT_LOAD_VIEW.engineTimeoutMs, 1, 600_000),
+    staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], intervalMs),
+    metrics: Object.freeze({
+      running: optionStrings("loadView.metrics.running", names["running"], DEFAULT_ENGINE_METRICS.running),
+      waiting: optionStrings("loadView.metrics.waiting", names["waiting"], DEFAULT_ENGINE_METRICS.waiting),
+      kvCacheUsage: optionStrings("loadView.metrics.kvCacheUsage", names["kvCacheUsage"], DEFAULT_ENGINE_METRICS.kvCacheUsage),
+    }),
+    headers: Object.freeze({ ...(headers as Record<string, string>) }),
+    timers: optionTimers("loadView.timers", o["timers"]),
+  };
+}
+
+/** A target's `metricsURL`, else `/metrics` at the origin of its `baseURL`; `undefined` when it has neither. */
+function defaultMetricsURL(target: TargetSpec): unknown {
+  const t = target as { metricsURL?: unknown; baseURL?: unknown };
+  if (t.metricsURL !== undefined) return t.metricsURL;
+  if (typeof t.baseURL !== "string") return undefined;
+  try {
+    return new URL("/metrics", t.baseURL).href;
+  } catch {
+    return t.baseURL;
+  }
+}
+
+function resolveRedis(o: Record<string, unknown>): RedisConfig {
+  const refreshIntervalMs = optionInteger("loadView.refreshIntervalMs", o["refreshIntervalMs"], DEFAULT_LOAD_VIEW.redisRefreshIntervalMs, 5, 600_000);
+  const url = optionString("loadView.url", o["url"], DEFAULT_LOAD_VIEW.redisUrl);
+  if (!/^rediss?:\/\//.test(url)) throw new RangeError(`Expected \`loadView.url\` to be a redis:// or rediss:// URL, got ${describe(url)}`);
+  return {
+    source: "redis",
+    url,
+    keyPrefix: optionString("loadView.keyPrefix", o["keyPrefix"], DEFAULT_LOAD_VIEW.redisKeyPrefix),
+    leaseTtlMs: optionInteger("loadView.leaseTtlMs", o["leaseTtlMs"], DEFAULT_LOAD_VIEW.leaseTtlMs, 1000, 3_600_000),
+    refreshIntervalMs,
+    staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], refreshIntervalMs),
+    commandTimeoutMs: optionInteger("loadView.commandTimeoutMs", o["commandTimeoutMs"], DEFAULT_LOAD_VIEW.redisCommandTimeoutMs, 1, 600_000),
+    processId: o["processId"] === undefined ? undefined : optionString("loadView.processId", o["processId"]),
+    timers: optionTimers("loadView.timers", o["timers"]),
+  };
+}

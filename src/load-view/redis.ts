@@ -1,0 +1,333 @@
+/**
+ * The `redis` load view: every router process counts its leases in one Redis (an optional peer,
+ * `ioredis`) and reads the fleet-wide total; key layout and expiry in redis-scripts.ts.
+ *
+ * Fields are namespaced: `n:<target>` counts leases, `w:<target>` the queued work of picks that
+ * report some (`StrategyPick.work`, `longest-prefix`'s uncached blocks) until their first byte.
+ *
+ * Per request: the lease's +1 and −1 join a pending delta; one script call at a time carries the
+ * pending deltas and answers the total (so a burst of requests shares one round trip, and while
+ * traffic flows the view is one round trip old). With no traffic, a read every
+ * `refreshIntervalMs`; every `leaseTtlMs / 3`, a full write of this process's counts that renews
+ * its heartbeat and reaps processes whose heartbeat expired. A write that fails (or is refused
+ * because this process was reaped, or Redis restarted empty) makes the next one full, so the
+ * counts heal by themselves. A decision never waits: it reads the last total.
+ *
+ * Down or slow Redis: commands fail fast (no offline queue), the total goes stale after
+ * `staleAfterMs` and the router uses its local view; this view reconnects on its own timers
+ * (unref'd, backoff to 2 s) and is back on the shared figure at the first answer.
+ */
+import { randomUUID } from "node:crypto";
+import { importPeer } from "../internal/optional-peer.js";
+import { log } from "../logger.js";
+import type { TargetSpec } from "../types.js";
+import type { LoadViewHost } from "./create.js";
+import type { RedisConfig } from "./options.js";
+import { LOAD_SCRIPT, loadKeys } from "./redis-scripts.js";
+import { type LoadView, type LoadViewStats, OwnCounts } from "./view.js";
+
+/** What this view uses of an ioredis client. */
+interface RedisLike {
+  status: string;
+  connect(): Promise<void>;
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+  stream?: { unref?(): void };
+}
+
+/** The ioredis client constructor. */
+export type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisLike;
+
+/** @internal Loads the optional client. */
+export async function loadRedisClient(): Promise<RedisConstructor> {
+  const mod = await importPeer("ioredis", 'loadView "redis"', () => import("ioredis"));
+  return ((mod as { Redis?: unknown }).Redis ?? (mod as { default?: unknown }).default) as RedisConstructor;
+}
+
+const COMMAND = "prefixRouterLoad";
+const MAX_RECONNECT_DELAY_MS = 2000;
+
+type Reply = [number, string[], number, number];
+
+/** @internal The `redis` view. */
+export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
+  readonly source = "redis";
+  version = 0;
+  readonly processId: string;
+  private readonly client: RedisLike;
+  private readonly keys: ReturnType<typeof loadKeys>;
+  private readonly own = new OwnCounts();
+  private readonly pending = new Map<string, number>();
+  private othersById = new Map<string, number>();
+  private workById = new Map<string, number>();
+  private included = new Map<string, number>();
+  private processes = 1;
+  private position = 0;
+  private needFull = true;
+  private inFlight = false;
+  private again = false;
+  private queued = false;
+  private healthy = false;
+  private warned = false;
+  private closed = false;
+  private errors = 0;
+  private refreshes = 0;
+  private lastError: string | null = null;
+  private lastOkMs: number | null = null;
+  private lastFullMs = Number.NEGATIVE_INFINITY;
+  private reconnectDelayMs = 50;
+  private nextConnectMs = Number.NEGATIVE_INFINITY;
+  private timer: unknown;
+
+  constructor(
+    private readonly config: RedisConfig,
+    private readonly host: LoadViewHost,
+    Redis: RedisConstructor,
+  ) {
+    this.processId = config.processId ?? randomUUID();
+    this.keys = loadKeys(config.keyPrefix);
+    this.client = new Redis(config.url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: config.commandTimeoutMs,
+      commandTimeout: config.commandTimeoutMs,
+    });
+    this.client.defineCommand(COMMAND, { numberOfKeys: 2, lua: LOAD_SCRIPT });
+    this.client.on("error", (e) => this.fail(e, false));
+    this.client.on("connect", () => this.client.stream?.unref?.());
+    this.client.on("ready", () => {
+      this.reconnectDelayMs = 50;
+      this.needFull = true;
+      void this.flush();
+    });
+    this.connect();
+    this.schedule();
+  }
+
+  setTargets(): void {
+    // Counts are kept by target id; a removed target's leases still release.
+  }
+
+  shared(): boolean {
+    return this.healthy;
+  }
+
+  others(id: string): number {
+    return this.healthy ? (this.othersById.get(id) ?? 0) : Number.NaN;
+  }
+
+  ownAtRefresh(id: string): number {
+    return this.included.get(`n:${id}`) ?? 0;
+  }
+
+  othersWork(id: string): number {
+    return this.healthy ? (this.workById.get(id) ?? 0) : 0;
+  }
+
+  addWork(id: string, delta: number): void {
+    this.count(`w:${id}`, delta);
+  }
+
+  peers(): number {
+    return this.processes;
+  }
+
+  peerIndex(): number {
+    return this.position;
+  }
+
+  acquire(id: string): void {
+    this.count(`n:${id}`, 1);
+  }
+
+  release(id: string): void {
+    this.count(`n:${id}`, -1);
+  }
+
+  stats(): LoadViewStats & { processId: string; processes: number; othersQueuedWork: Record<string, number | null> } {
+    const others: Record<string, number | null> = {};
+    for (const [id, n] of this.othersById) others[id] = this.healthy ? n : null;
+    const work: Record<string, number | null> = {};
+    for (const [id, n] of this.workById) work[id] = this.healthy ? n : null;
+    return {
+      source: this.source,
+      healthy: this.healthy,
+      lastRefreshAtMs: this.lastOkMs,
+      errors: this.errors,
+      refreshes: this.refreshes,
+      lastError: this.lastError,
+      others,
+      processId: this.processId,
+      processes: this.processes,
+      othersQueuedWork: work,
+    };
+  }
+
+  /**
+   * One round trip now: the pending deltas (or a full write) and a read of the total. Resolves
+   * when it answered or failed; never rejects. For tests and the loop.
+   */
+  async refresh(full = false): Promise<void> {
+    if (full) this.needFull = true;
+    await this.flush();
+  }
+
+  /** Removes this process's counts from Redis at once, then disconnects. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== undefined) this.config.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.client.status === "ready") {
+      try {
+        await this.call("leave", []);
+        await this.client.quit();
+        return;
+      } catch {
+        // Unreachable: the counts expire after leaseTtlMs.
+      }
+    }
+    this.client.disconnect();
+  }
+
+  /** `field`: `n:<target>` (leases) or `w:<target>` (queued work). */
+  private count(field: string, delta: number): void {
+    this.own.add(field, delta);
+    this.pending.set(field, (this.pending.get(field) ?? 0) + delta);
+    if (!this.queued && !this.inFlight) {
+      this.queued = true;
+      queueMicrotask(() => {
+        this.queued = false;
+        void this.flush();
+      });
+    }
+  }
+
+  /** Sends the pending deltas (or a full write) and reads the total; one call at a time. */
+  private async flush(): Promise<void> {
+    if (this.closed) return;
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    if (this.client.status !== "ready") {
+      // Everything is rewritten by the full write that follows the reconnection.
+      this.pending.clear();
+      this.needFull = true;
+      return;
+    }
+    const full = this.needFull;
+    const pairs: (string | number)[] = [];
+    for (const [id, n] of full ? this.own.entries() : this.pending.entries()) if (n !== 0) pairs.push(id, n);
+    this.pending.clear();
+    this.needFull = false;
+    if (full) this.lastFullMs = this.host.clock.now();
+    // After this call Redis holds exactly this router's current counts as its own.
+    const included = this.own.copy();
+    this.inFlight = true;
+    try {
+      const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
+      if (status === 1) this.applyTotal(total, included, processes, position);
+      else {
+        this.needFull = true;
+        this.again = true;
+      }
+    } catch (e) {
+      this.needFull = true;
+      this.fail(e, true);
+    } finally {
+      this.inFlight = false;
+    }
+    if (this.again || this.pending.size > 0) {
+      this.again = false;
+      await this.flush();
+    }
+  }
+
+  private call(mode: "full" | "delta" | "leave", pairs: (string | number)[]): Promise<Reply> {
+    const { base, procs, total } = this.keys;
+    const ttl = this.config.leaseTtlMs;
+    const command = (this.client as unknown as Record<string, (...args: unknown[]) => Promise<Reply>>)[COMMAND]!;
+    return command.call(this.client, procs, total, base, this.processId, mode, ttl, 3 * ttl, ...pairs);
+  }
+
+  private applyTotal(total: string[], included: Map<string, number>, processes: number, position: number): void {
+    const others = new Map<string, number>();
+    const work = new Map<string, number>();
+    for (let i = 0; i + 1 < total.length; i += 2) {
+      const field = total[i] as string;
+      const n = Number(total[i + 1]) - (included.get(field) ?? 0);
+      if (n > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), n);
+    }
+    this.othersById = others;
+    this.workById = work;
+    this.included = included;
+    this.processes = Math.max(1, Number(processes) || 1);
+    this.position = Number(position) || 0;
+    this.lastOkMs = this.host.clock.now();
+    this.refreshes++;
+    if (!this.healthy && this.warned) log(this.host.logger, "info", "prefix-router: Redis load view is back; using the shared figures", { event: "load-view", processId: this.processId });
+    this.warned = false;
+    this.healthy = true;
+    this.version++;
+  }
+
+  private fail(e: unknown, counted: boolean): void {
+    if (this.closed) return;
+    const message = e instanceof Error ? e.message : String(e);
+    this.lastError = message;
+    if (counted) this.errors++;
+    log(this.host.logger, "debug", "prefix-router: Redis load view error", { event: "load-view", error: message });
+  }
+
+  /** The loop: staleness, reconnection, heartbeat (full write) and idle reads. */
+  private tick(): void {
+    const now = this.host.clock.now();
+    if (this.healthy && (this.lastOkMs === null || now - this.lastOkMs > this.config.staleAfterMs)) {
+      this.healthy = false;
+      this.version++;
+    }
+    if (!this.healthy && !this.warned && (this.lastOkMs === null ? this.errors > 0 : now - this.lastOkMs > this.config.staleAfterMs)) {
+      this.warned = true;
+      log(this.host.logger, "warn", "prefix-router: Redis load view unavailable; routing on the local view while reconnecting", { event: "load-view", error: this.lastError, url: redactURL(this.config.url) });
+    }
+    const status = this.client.status;
+    if ((status === "end" || status === "wait" || status === "close") && now >= this.nextConnectMs) {
+      this.nextConnectMs = now + this.reconnectDelayMs;
+      this.reconnectDelayMs = Math.min(2 * this.reconnectDelayMs, MAX_RECONNECT_DELAY_MS);
+      this.connect();
+    } else if (status === "ready") {
+      if (now - this.lastFullMs >= this.config.leaseTtlMs / 3) this.needFull = true;
+      void this.flush();
+    }
+  }
+
+  private connect(): void {
+    this.client.connect().catch((e: unknown) => this.fail(e, true));
+  }
+
+  private schedule(): void {
+    if (this.closed) return;
+    this.timer = this.config.timers.setTimeout(() => {
+      this.timer = undefined;
+      this.tick();
+      this.schedule();
+    }, this.config.refreshIntervalMs);
+  }
+}
+
+/** The URL without its password, for logs. */
+function redactURL(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.href;
+  } catch {
+    return "(invalid URL)";
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * The `engine` load view against real HTTP servers on loopback: Prometheus text from a tiny
+ * server whose figures the test sets, and the live emulated fleet's own `/metrics` (vLLM and
+ * SGLang names, true values).
+ */
+import { type Server, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type Router, createRouter, isRouterError } from "prefix-router";
+import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
+import { ManualTimers } from "./manual-timers.js";
+import { eventually } from "./redis-server.js";
+
+type Closable = Router<Target> & { close(): Promise<void> };
+interface Target {
+  id: string;
+  baseURL: string;
+}
+
+/** One fake engine per target: serves `vllm:` gauges with the values in `figures`, or fails. */
+class Engines {
+  readonly figures = new Map<string, { running: number; waiting: number; status: number }>();
+  private readonly servers: Server[] = [];
+  targets: Target[] = [];
+
+  async start(ids: string[]): Promise<void> {
+    for (const id of ids) {
+      this.figures.set(id, { running: 0, waiting: 0, status: 200 });
+      const server = createServer((req, res) => {
+        const f = this.figures.get(id)!;
+        if (req.url !== "/metrics" || f.status !== 200) {
+          res.writeHead(f.status === 200 ? 404 : f.status).end();
+          return;
+        }
+        res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
+        res.end(
+          [
+            "# TYPE vllm:num_requests_running gauge",
+            `vllm:num_requests_running{model_name="m",engine="0"} ${f.running}.0`,
+            "# TYPE vllm:num_requests_waiting gauge",
+            `vllm:num_requests_waiting{model_name="m",engine="0"} ${f.waiting}.0`,
+            "# TYPE vllm:kv_cache_usage_perc gauge",
+            `vllm:kv_cache_usage_perc{model_name="m",engine="0"} 0.25`,
+            "",
+          ].join("\n"),
+        );
+      });
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      this.servers.push(server);
+      this.targets.push({ id, baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.servers.map((s) => new Promise((r) => s.close(r))));
+  }
+}
+
+const body = { model: "m", messages: [{ role: "system", content: "A long shared system prompt about one product. ".repeat(40) }] };
+
+describe("engine load view", () => {
+  const engines = new Engines();
+  const routers: Closable[] = [];
+  beforeAll(() => engines.start(["a", "b", "c", "d"]));
+  afterAll(() => engines.stop());
+  afterEach(async () => {
+    for (const r of routers.splice(0)) await r.close();
+    for (const f of engines.figures.values()) Object.assign(f, { running: 0, waiting: 0, status: 200 });
+  });
+
+  async function engineRouter(extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Closable> {
+    const r = (await createRouter<Target>({
+      targets: engines.targets,
+      concurrencyThreshold: 4,
+      random: () => 0.5,
+      loadView: { source: "engine", intervalMs: 10, ...extra },
+      ...options,
+    })) as Closable;
+    routers.push(r);
+    return r;
+  }
+
+  it("reads running + waiting from /metrics at the origin of baseURL, and spills off a target other routers filled", async () => {
+    const r = await engineRouter();
+    const first = r.rank({ body }).targets[0]!.id;
+    engines.figures.get(first)!.running = 3;
+    engines.figures.get(first)!.waiting = 1;
+    await eventually(() => r.stats().loadView?.others[first] === 4);
+    expect(r.stats().loadView).toMatchObject({ source: "engine", healthy: true, errors: 0 });
+    const lease = r.route({ body });
+    expect(lease.kind).toBe("spillover");
+    expect(lease.target.id).not.toBe(first);
+    lease.release();
+  });
+
+  it("subtracts this router's own leases at the scrape: they are not counted twice", async () => {
+    const r = await engineRouter();
+    const first = r.rank({ body }).targets[0]!.id;
+    const held = [r.route({ body }), r.route({ body })];
+    expect(held.every((l) => l.target.id === first)).toBe(true);
+    engines.figures.get(first)!.running = 2; // the engine sees exactly this router's two
+    await eventually(() => r.stats().loadView?.others[first] === 0);
+    // 2 own + 0 others < 4: still the first choice.
+    const third = r.route({ body });
+    expect(third.target.id).toBe(first);
+    for (const l of [...held, third]) l.release();
+  });
+
+  it("a target whose /metrics fails goes stale: its load is this router's own, with a warning, until it answers again", async () => {
+    const warnings: string[] = [];
+    const infos: string[] = [];
+    const logger = { debug() {}, info: (m: string) => infos.push(m), warn: (m: string) => warnings.push(m), error() {} };
+    const r = await engineRouter({ staleAfterMs: 30 }, { logger });
+    const first = r.rank({ body }).targets[0]!.id;
+    engines.figures.get(first)!.running = 10;
+    await eventually(() => r.stats().loadView?.others[first] === 10);
+    engines.figures.get(first)!.status = 503;
+    await eventually(() => r.stats().loadView?.others[first] === null);
+    expect(r.stats().loadView!.healthy).toBe(false);
+    expect(r.stats().loadView!.errors).toBeGreaterThan(0);
+    expect(warnings.some((w) => w.includes("no fresh engine metrics"))).toBe(true);
+    // Without a fresh figure the first choice is open again (local view for that target).
+    const lease = r.route({ body });
+    expect(lease.target.id).toBe(first);
+    lease.release();
+    engines.figures.get(first)!.status = 200;
+    await eventually(() => r.stats().loadView?.healthy === true);
+    expect(infos.some((m) => m.includes("fresh again"))).toBe(true);
+  });
+
+  it("a target without a metrics URL is a TypeError, at createRouter and at setTargets", async () => {
+    const err = await createRouter({ targets: [{ id: "x" }], loadView: "engine" }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TypeError);
+    expect((err as Error).message).toContain('metrics URL of target "x"');
+    const r = await engineRouter();
+    let thrown: unknown;
+    try {
+      r.setTargets([...engines.targets, { id: "y", baseURL: "ftp://nowhere" }]);
+    } catch (e) {
+      thrown = e;
+    }
+    expect(thrown).toBeInstanceOf(TypeError);
+    expect(r.targets()).toHaveLength(4);
+    const custom = await engineRouter({ metricsURL: (t: Target) => new URL("/metrics", t.baseURL) });
+    await eventually(() => custom.stats().loadView?.healthy === true);
+  });
+
+  it("close() ends the poll loop's timer", async () => {
+    const timers = new ManualTimers();
+    const r = await engineRouter({ timers });
+    await eventually(() => timers.size === 1 && r.stats().loadView?.healthy === true);
+    timers.fire();
+    await eventually(() => timers.size === 1);
+    await r.close();
+    expect(timers.size).toBe(0);
+  });
+
+  it("reads the live fleet's true figures, by SGLang's names too", async () => {
+    const fleet = await startFleet({ instances: 2, timeScale: 0.2, metricsFlavor: "sglang" });
+    try {
+      const targets = fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` }));
+      const r = (await createRouter({
+        targets,
+        loadView: { source: "engine", intervalMs: 10, metrics: { running: ["sglang:num_running_reqs"], waiting: ["sglang:num_queue_reqs"] } },
+      })) as Closable;
+      routers.push(r);
+      await eventually(() => r.stats().loadView?.healthy === true);
+      expect(r.stats().loadView!.others).toEqual({ i0: 0, i1: 0 });
+      // A request another client sent to i0 (not through this router), held open mid-stream.
+      const res = await fetch(`${fleet.urls[0]}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...body, model: DEFAULT_MODEL, stream: true, max_tokens: 2000 }),
+      });
+      expect(res.status).toBe(200);
+      const reader = res.body!.getReader();
+      await reader.read();
+      await eventually(() => {
+        const truth = fleet.instance("i0").stats();
+        return truth.running + truth.waiting === 1;
+      });
+      await eventually(() => r.stats().loadView?.others["i0"] === 1);
+      await reader.cancel();
+    } finally {
+      await fleet.stop();
+    }
+  });
+});

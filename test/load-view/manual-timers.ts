@@ -1,0 +1,26 @@
+/** Timers a test fires by hand: nothing runs until `fire()`. */
+export class ManualTimers {
+  private next = 1;
+  private readonly pending = new Map<number, () => void>();
+
+  setTimeout = (callback: () => void): number => {
+    const handle = this.next++;
+    this.pending.set(handle, callback);
+    return handle;
+  };
+
+  clearTimeout = (handle: unknown): void => {
+    this.pending.delete(handle as number);
+  };
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Runs every timer set so far (not the ones they set). */
+  fire(): void {
+    const due = [...this.pending.values()];
+    this.pending.clear();
+    for (const f of due) f();
+  }
+}
