@@ -172,6 +172,20 @@ export interface Config<T extends TargetSpec> {
   closedLoop: ClosedLoopConfig;
   telemetry: TelemetryConfig;
   background: BackgroundConfig<T>;
+  /** An adapter's check of its own target fields, run on every target set however it arrives (`setTargets`, membership). */
+  targetCheck: ((targets: unknown) => void) | undefined;
+}
+
+/**
+ * @internal The option key under which an adapter (openai, sagemaker) gives the router the
+ * check of its own target fields: a set from `setTargets` or from membership that the adapter
+ * could not send to is never installed.
+ */
+export const TARGET_CHECK: unique symbol = Symbol("prefix-router.targetCheck");
+
+/** @internal `options` with an adapter's target check (see {@link TARGET_CHECK}). */
+export function withTargetCheck<T extends TargetSpec>(options: RouterOptions<T>, check: (targets: unknown) => void): RouterOptions<T> {
+  return Object.assign({ ...options }, { [TARGET_CHECK]: check });
 }
 
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
@@ -235,6 +249,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     closedLoop: resolveClosedLoop(o.closedLoop),
     telemetry: checkTelemetry(o.telemetry),
     background: resolveBackground<T>(o),
+    targetCheck: (o as { [TARGET_CHECK]?: (targets: unknown) => void })[TARGET_CHECK],
   };
 }
 

@@ -149,6 +149,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
     this.rawUnits = Math.max(config.prefixLength, config.longestPrefix.maxInputLength);
+    config.targetCheck?.(config.targets);
     background.validate(config.targets);
     this.install(config.targets);
   }
@@ -159,6 +160,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   setTargets(targets: readonly T[]): void {
     validateTargets(targets);
+    this.config.targetCheck?.(targets);
     this.background.validate(targets);
     this.install(targets);
   }

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { type DnsResolver, type Router, type TargetSpec, createRouter, dnsTargets, isRouterError } from "prefix-router";
 import { ManualTimers } from "./load-view/manual-timers.js";
 import { eventually } from "./load-view/redis-server.js";
+import { createRoutedFetch } from "prefix-router/openai";
 
 type Closable<T extends TargetSpec> = Router<T> & { close(): Promise<void> };
 const ids = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `t${i}` }));
@@ -67,6 +68,23 @@ describe("membership", () => {
       const err = await createRouter({ targets: [], membership: membership as never }).catch((e: unknown) => e);
       expect(err instanceof TypeError || err instanceof RangeError).toBe(true);
     }
+  });
+});
+
+describe("membership behind an adapter", () => {
+  it("a set the adapter could not send to (a target without baseURL) is refused like any invalid set; close() reaches the router", async () => {
+    let current: { id: string; baseURL?: string }[] = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }];
+    const timers = new ManualTimers();
+    const { router } = await createRoutedFetch({ targets: [], membership: { targets: () => current, timers } });
+    expect(router.targets().map((t) => t.id)).toEqual(["a"]);
+    current = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }, { id: "b" }];
+    timers.fire();
+    await eventually(() => router.stats().membership?.errors === 1);
+    expect(router.stats().membership?.lastError).toContain("baseURL");
+    expect(router.targets().map((t) => t.id)).toEqual(["a"]);
+    expect(() => router.setTargets(current as never)).toThrow(/baseURL/);
+    await router.close?.();
+    expect(timers.size).toBe(0);
   });
 });
 

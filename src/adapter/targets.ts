@@ -4,6 +4,7 @@
  * check, with the router's messages.
  */
 import { validateTargets } from "../options.js";
+import type { TARGET_CHECK } from "../options.js";
 import type { Router, TargetSpec } from "../types.js";
 
 /**
@@ -21,10 +22,11 @@ export function checkTargetFields<T extends TargetSpec>(targets: unknown, check:
 }
 
 /**
- * The router `core` with `setTargets` checking the adapter's target fields (`validate`) before
- * the router's own: a target set an adapter could not send to never gets installed.
+ * The router an adapter exposes: `core`'s methods on a frozen object, with what `core` carries
+ * under symbols (its telemetry). `core` checks the adapter's target fields itself (it was
+ * created with them under {@link TARGET_CHECK}), for `setTargets` and membership alike.
  */
-export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (targets: unknown) => void): Router<T> {
+export function adapterRouter<T extends TargetSpec>(core: Router<T>): Router<T> {
   const checked = {
     strategy: core.strategy,
     mode: core.mode,
@@ -36,10 +38,7 @@ export function checkedRouter<T extends TargetSpec>(core: Router<T>, validate: (
     targets: core.targets.bind(core),
     stats: core.stats.bind(core),
     close: (): Promise<void> => core.close?.() ?? Promise.resolve(),
-    setTargets(targets: readonly T[]): void {
-      validate(targets);
-      core.setTargets(targets);
-    },
+    setTargets: core.setTargets.bind(core),
   };
   // What the router carries under symbols (its telemetry) goes along.
   for (const symbol of Object.getOwnPropertySymbols(core)) {

@@ -24,11 +24,12 @@ import { type AttemptFacts, withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.js";
 import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
-import { checkedRouter } from "../adapter/targets.js";
+import { adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
 import { createRouter } from "../router.js";
+import { withTargetCheck } from "../options.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
@@ -105,8 +106,8 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     responseAffinity: _affinity,
     ...routerOptions
   } = options;
-  const core = await createRouter<T>(routerOptions);
-  const router = checkedRouter(core, validateOpenAITargets);
+  const core = await createRouter<T>(withTargetCheck(routerOptions, validateOpenAITargets));
+  const router = adapterRouter(core);
   const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending, identity, affinity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };

@@ -24,11 +24,11 @@ import type {
 import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
-import { checkTargetFields, checkedRouter } from "../adapter/targets.js";
+import { checkTargetFields, adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
-import { type RouterOptions, validateTargets } from "../options.js";
+import { type RouterOptions, validateTargets, withTargetCheck } from "../options.js";
 import { createRouter } from "../router.js";
 import type { Lease, RouteRequest, Router } from "../types.js";
 import { prepareBody, readBody, saltBody } from "./body.js";
@@ -109,8 +109,8 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
     throw new RangeError(`Expected \`mode\` to be "bytes" (SageMaker's Invoke API routes on body bytes) or absent, got ${describe(mode)}`);
   }
   validateSageMakerTargets(options.targets);
-  const core = await createRouter<SageMakerTarget>({ ...routerOptions, mode: "bytes" });
-  const router = checkedRouter(core, validateSageMakerTargets);
+  const core = await createRouter<SageMakerTarget>(withTargetCheck({ ...routerOptions, mode: "bytes" }, validateSageMakerTargets));
+  const router = adapterRouter(core);
   const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry(), identity);
 
   return new Proxy(client, {
