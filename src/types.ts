@@ -284,9 +284,7 @@ export interface Router<T extends TargetSpec = TargetSpec> {
   /**
    * Stops the router's background work — load view refreshes (a `redis` view also removes this
    * process's counts from Redis), membership refreshes, health checks — and ends their timers
-   * and connections. Routing still works afterwards, on the local view. Idempotent. Every router
-   * `createRouter` returns has it; optional here only so that wrappers written before it still
-   * type-check.
+   * and connections. Routing still works afterwards, on the local view. Idempotent.
    */
-  close?(): Promise<void>;
+  close(): Promise<void>;
 }

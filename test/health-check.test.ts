@@ -12,7 +12,6 @@ interface Target {
   id: string;
   baseURL: string;
 }
-type Closable = Router<Target> & { close(): Promise<void> };
 const body = { messages: [{ role: "system", content: "One shared prompt. ".repeat(100) }] };
 
 describe("active health checks", () => {
@@ -28,7 +27,7 @@ describe("active health checks", () => {
     const timers = new ManualTimers();
     const warnings: unknown[] = [];
     const logger = { debug() {}, info() {}, warn: (_m: string, f: object) => warnings.push(f), error() {} };
-    const r = (await createRouter<Target>({ targets, healthCheck: { failuresBeforeDown: 2, timers }, logger })) as Closable;
+    const r = await createRouter<Target>({ targets, healthCheck: { failuresBeforeDown: 2, timers }, logger });
     const first = r.rank({ body }).targets[0]!.id;
     const failing = () => r.stats().targets.find((t) => t.id === first)!.failingHealthCheck;
     await eventually(() => timers.size === 1); // the first round of checks passed
@@ -59,6 +58,6 @@ describe("active health checks", () => {
     expect(err2).toBeInstanceOf(RangeError);
     const timers = new ManualTimers();
     const r = await createRouter({ targets: [{ id: "y", healthURL: `${fleet.urls[0]}/health` }], healthCheck: { timers } });
-    await r.close?.();
+    await r.close();
   });
 });

@@ -7,9 +7,8 @@ import { describe, expect, it } from "vitest";
 import { type DnsResolver, type Router, type TargetSpec, createRouter, dnsTargets, isRouterError } from "prefix-router";
 import { ManualTimers } from "./load-view/manual-timers.js";
 import { eventually } from "./load-view/redis-server.js";
-import { createRoutedFetch } from "prefix-router/openai";
+import { type OpenAITarget, createRoutedFetch } from "prefix-router/openai";
 
-type Closable<T extends TargetSpec> = Router<T> & { close(): Promise<void> };
 const ids = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `t${i}` }));
 const bodies = Array.from({ length: 200 }, (_, k) => ({ messages: [{ role: "user", content: `conversation ${k} `.repeat(80) }] }));
 
@@ -19,7 +18,7 @@ describe("membership", () => {
     const timers = new ManualTimers();
     const infos: unknown[] = [];
     const logger = { debug() {}, info: (_m: string, f: object) => infos.push(f), warn() {}, error() {} };
-    const r = (await createRouter({ targets: [], membership: { targets: () => current, intervalMs: 1000, timers }, logger })) as Closable<TargetSpec>;
+    const r = await createRouter({ targets: [], membership: { targets: () => current, intervalMs: 1000, timers }, logger });
     expect(r.targets().map((t) => t.id)).toEqual(["t0", "t1", "t2", "t3", "t4"]);
     const before = bodies.map((body) => r.rank({ body }).targets[0]!.id);
     current = [...ids(5).filter((t) => t.id !== "t2"), { id: "t5" }];
@@ -50,7 +49,7 @@ describe("membership", () => {
       if (mode === "invalid") return [{ id: "" }];
       return ids(3);
     };
-    const r = (await createRouter({ targets: [], membership: { targets: provider, timers }, logger })) as Closable<TargetSpec>;
+    const r = await createRouter({ targets: [], membership: { targets: provider, timers }, logger });
     for (const [k, m] of (["throw", "empty", "invalid"] as const).entries()) {
       mode = m;
       timers.fire();
@@ -75,7 +74,7 @@ describe("membership behind an adapter", () => {
   it("a set the adapter could not send to (a target without baseURL) is refused like any invalid set; close() reaches the router", async () => {
     let current: { id: string; baseURL?: string }[] = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }];
     const timers = new ManualTimers();
-    const { router } = await createRoutedFetch({ targets: [], membership: { targets: () => current, timers } });
+    const { router } = await createRoutedFetch<OpenAITarget>({ targets: [], membership: { targets: () => current as OpenAITarget[], timers } });
     expect(router.targets().map((t) => t.id)).toEqual(["a"]);
     current = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }, { id: "b" }];
     timers.fire();
@@ -83,7 +82,7 @@ describe("membership behind an adapter", () => {
     expect(router.stats().membership?.lastError).toContain("baseURL");
     expect(router.targets().map((t) => t.id)).toEqual(["a"]);
     expect(() => router.setTargets(current as never)).toThrow(/baseURL/);
-    await router.close?.();
+    await router.close();
     expect(timers.size).toBe(0);
   });
 });
@@ -117,7 +116,7 @@ describe("dnsTargets", () => {
     const timers = new ManualTimers();
     let fail = false;
     const base = dnsTargets({ hostname: "h", port: 1, resolver: resolver(["10.0.0.1", "10.0.0.2"], noData) });
-    const r = (await createRouter({ targets: [], membership: { targets: () => (fail ? Promise.reject(servFail) : base()), timers } })) as Closable<TargetSpec>;
+    const r = await createRouter({ targets: [], membership: { targets: () => (fail ? Promise.reject(servFail) : base()), timers } });
     fail = true;
     timers.fire();
     await eventually(() => r.stats().membership?.errors === 1);

@@ -37,7 +37,7 @@ export function adapterRouter<T extends TargetSpec>(core: Router<T>): Router<T> 
     prepare: core.prepare.bind(core),
     targets: core.targets.bind(core),
     stats: core.stats.bind(core),
-    close: (): Promise<void> => core.close?.() ?? Promise.resolve(),
+    close: core.close.bind(core),
     setTargets: core.setTargets.bind(core),
   };
   // What the router carries under symbols (its telemetry) goes along.

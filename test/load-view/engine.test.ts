@@ -11,7 +11,6 @@ import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 import { ManualTimers } from "./manual-timers.js";
 import { eventually } from "./redis-server.js";
 
-type Closable = Router<Target> & { close(): Promise<void> };
 interface Target {
   id: string;
   baseURL: string;
@@ -60,7 +59,7 @@ const body = { model: "m", messages: [{ role: "system", content: "A long shared 
 
 describe("engine load view", () => {
   const engines = new Engines();
-  const routers: Closable[] = [];
+  const routers: Router<Target>[] = [];
   beforeAll(() => engines.start(["a", "b", "c", "d"]));
   afterAll(() => engines.stop());
   afterEach(async () => {
@@ -68,14 +67,14 @@ describe("engine load view", () => {
     for (const f of engines.figures.values()) Object.assign(f, { running: 0, waiting: 0, status: 200 });
   });
 
-  async function engineRouter(extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Closable> {
-    const r = (await createRouter<Target>({
+  async function engineRouter(extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Router<Target>> {
+    const r = await createRouter<Target>({
       targets: engines.targets,
       concurrencyThreshold: 4,
       random: () => 0.5,
       loadView: { source: "engine", intervalMs: 10, ...extra },
       ...options,
-    })) as Closable;
+    });
     routers.push(r);
     return r;
   }
@@ -159,10 +158,10 @@ describe("engine load view", () => {
     const fleet = await startFleet({ instances: 2, timeScale: 0.2, metricsFlavor: "sglang" });
     try {
       const targets = fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` }));
-      const r = (await createRouter({
+      const r = await createRouter({
         targets,
         loadView: { source: "engine", intervalMs: 10, metrics: { running: ["sglang:num_running_reqs"], waiting: ["sglang:num_queue_reqs"] } },
-      })) as Closable;
+      });
       routers.push(r);
       await eventually(() => r.stats().loadView?.healthy === true);
       expect(r.stats().loadView!.others).toEqual({ i0: 0, i1: 0 });

@@ -52,7 +52,7 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (line.trim() !== "stop") continue;
   stopping = true;
   await Promise.all(loops);
-  await router.close?.();
+  await router.close();
   process.stdout.write(`${JSON.stringify({ completed, failed })}\n`);
   process.exit(0);
 }

@@ -14,16 +14,15 @@ import { HAS_REDIS_BINARY, OwnRedis, REDIS_SKIP_REASON, eventually, redisForTest
 const targets = [{ id: "a" }, { id: "b" }, { id: "c" }, { id: "d" }];
 const body = { model: "m", messages: [{ role: "system", content: "You answer questions about one long policy document. ".repeat(40) }] };
 
-type Closable = Router & { close(): Promise<void> };
 
-async function routerOn(url: string, keyPrefix: string, view: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Closable> {
-  return (await createRouter({
+async function routerOn(url: string, keyPrefix: string, view: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Router> {
+  return await createRouter({
     targets,
     concurrencyThreshold: 2,
     random: () => 0.5,
     loadView: { source: "redis", url, keyPrefix, refreshIntervalMs: 10, leaseTtlMs: 1000, ...view },
     ...options,
-  })) as Closable;
+  });
 }
 
 /** Timers that never fire: a router whose background loop is frozen (a process that stopped). */
@@ -46,7 +45,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
   it("counts every router's leases: a second router spills off the target the first one filled", async () => {
     const prefix = randomUUID();
     const r1 = await routerOn(server.url, prefix);
-    let r2: Closable | undefined;
+    let r2: Router | undefined;
     try {
       await eventually(() => r1.stats().loadView?.healthy === true);
       // Alone, r1 may fill the whole headroom (with peers it would get its share of it).
