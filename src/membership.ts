@@ -10,7 +10,9 @@ import { RouterError } from "./errors.js";
 import { type Logger, log } from "./logger.js";
 import { optionFunction, optionInteger, optionObject, optionTimers } from "./internal/options.js";
 import type { Timers } from "./internal/timers.js";
-import type { Clock, TargetSpec } from "./types.js";
+import type { Clock, MembershipStats, TargetSpec } from "./types.js";
+
+export type { MembershipStats };
 
 /** The `membership` router option. */
 export interface MembershipOptions<T extends TargetSpec = TargetSpec> {
@@ -26,18 +28,6 @@ export interface MembershipOptions<T extends TargetSpec = TargetSpec> {
   timeoutMs?: number;
   /** Timer source of the refresh loop (tests). @default Node's timers, unref'd */
   timers?: Timers;
-}
-
-/** What `stats().membership` reports. */
-export interface MembershipStats {
-  /** Router clock time of the last successful refresh, ms; `null` before the first. */
-  lastRefreshAtMs: number | null;
-  refreshes: number;
-  /** Refreshes that failed (threw, timed out, returned no or invalid targets). */
-  errors: number;
-  lastError: string | null;
-  /** Refreshes that changed the target set. */
-  changes: number;
 }
 
 /** Defaults of {@link MembershipOptions}. */

@@ -5,8 +5,6 @@ import type { InputKind } from "./raw-prefix.js";
 import type { RoutingMode } from "./routing-input.js";
 import type { LatencySummary } from "./target-state.js";
 import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
-import type { LoadViewStats } from "./load-view/view.js";
-import type { MembershipStats } from "./membership.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */
 export interface TargetSpec {
@@ -24,7 +22,6 @@ export interface TargetSpec {
 
 /** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
 export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
-
 
 /**
  * What a pick was: the key's first choice, a later choice, a load-based pick, or the target the
@@ -287,4 +284,37 @@ export interface Router<T extends TargetSpec = TargetSpec> {
    * and connections. Routing still works afterwards, on the local view. Idempotent.
    */
   close(): Promise<void>;
+}
+
+/** What `stats().loadView` reports. */
+export interface LoadViewStats {
+  /** `"local"`, `"engine"`, `"redis"` or a custom view's name. */
+  source: string;
+  /**
+   * True while the shared figures are fresh (every target's, for `engine`). When false, the
+   * router counts only its own requests for the targets without a fresh figure.
+   */
+  healthy: boolean;
+  /** Router clock time of the last successful refresh, ms; `null` before the first. */
+  lastRefreshAtMs: number | null;
+  /** Failed refreshes (and, for `redis`, failed writes) since the router started. */
+  errors: number;
+  /** Successful refreshes since the router started. */
+  refreshes: number;
+  /** The last error's message, `null` when there was none. */
+  lastError: string | null;
+  /** Per target: other routers' requests in flight as last seen (`null`: unknown). */
+  others: Record<string, number | null>;
+}
+
+/** What `stats().membership` reports. */
+export interface MembershipStats {
+  /** Router clock time of the last successful refresh, ms; `null` before the first. */
+  lastRefreshAtMs: number | null;
+  refreshes: number;
+  /** Refreshes that failed (threw, timed out, returned no or invalid targets). */
+  errors: number;
+  lastError: string | null;
+  /** Refreshes that changed the target set. */
+  changes: number;
 }

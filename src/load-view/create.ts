@@ -1,16 +1,9 @@
 /** Builds the load view a validated `loadView` option stands for, loading its optional package. */
-import type { Logger } from "../logger.js";
-import type { Clock, TargetSpec } from "../types.js";
+import type { TargetSpec } from "../types.js";
 import { EngineLoadView, loadPrometheusParser } from "./engine.js";
 import type { LoadViewConfig } from "./options.js";
 import { RedisLoadView, loadRedisClient } from "./redis.js";
-import type { LoadView } from "./view.js";
-
-/** What a built-in view gets from its router. */
-export interface LoadViewHost {
-  readonly clock: Clock;
-  readonly logger: Logger;
-}
+import type { LoadView, LoadViewHost } from "./view.js";
 
 /** @internal The view for `config`; throws `ERR_MISSING_PEER` when its package is absent. */
 export async function createLoadView<T extends TargetSpec>(config: LoadViewConfig<T>, host: LoadViewHost): Promise<LoadView<T>> {

@@ -12,7 +12,7 @@ import { RouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { LoadViewHost } from "./create.js";
+import type { LoadViewHost } from "./view.js";
 import type { EngineConfig } from "./options.js";
 import { type LoadView, type LoadViewStats, OwnCounts } from "./view.js";
 

@@ -21,7 +21,7 @@ import { randomUUID } from "node:crypto";
 import { importPeer } from "../internal/optional-peer.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { LoadViewHost } from "./create.js";
+import type { LoadViewHost } from "./view.js";
 import type { RedisConfig } from "./options.js";
 import { LOAD_SCRIPT, loadKeys } from "./redis-scripts.js";
 import { type LoadView, type LoadViewStats, OwnCounts } from "./view.js";
