@@ -48,7 +48,8 @@ Options:
                          (default: local); engine and redis are modelled in virtual time
   --engine-poll LIST     engine view: /metrics poll interval, e.g. 100ms,250ms (default: 100ms)
   --redis-rtt T          redis view: round trip to Redis (default: 0.5ms)
-  --redis-refresh T      redis view: reads of an idle process (default: 20ms)
+  --redis-refresh T      redis view: reads between writes while a process has requests in
+                         flight (default: 5ms; with none in flight: max(100ms, T))
   --scale-at T:+N|T:-N   add or remove N instances at time T (repeatable), e.g. 30m:+1
   --restart-at T:I[:D]   restart instance I at time T, its cache emptied, down for D first
                          (repeatable), e.g. 10m:i3 or 10m:i3:1m; each strategy also runs

@@ -10,7 +10,8 @@
  *   uncached blocks until the first byte). A process sends its pending deltas and reads the
  *   total in one call, one call at a time (the library's flush): the deltas
  *   reach Redis `redisRttMs / 2` after they are sent, the total read then reaches the process
- *   another `redisRttMs / 2` later; with no traffic it reads every `redisRefreshMs`.
+ *   another `redisRttMs / 2` later; between writes it reads every `redisRefreshMs` while it has
+ *   leases open, every `redisIdleRefreshMs` while it has none.
  *
  * The bench steps the fleet and these events in one time order (simulate.ts), so the figures
  * a decision sees are exactly as old as the model says.
@@ -33,8 +34,10 @@ export interface LoadViewModelParams {
   readonly enginePollMs: number;
   /** Round trip between a router process and Redis, ms. */
   readonly redisRttMs: number;
-  /** Reads of the total by an idle process, ms. */
+  /** Reads of the total between writes by a process with leases open, ms. */
   readonly redisRefreshMs: number;
+  /** Reads of the total by a process with no lease open, ms. */
+  readonly redisIdleRefreshMs: number;
 }
 
 /** Defaults: the library's intervals; a 0.5 ms round trip (Redis in the same zone). */
@@ -42,6 +45,7 @@ export const DEFAULT_LOAD_VIEW_MODEL: LoadViewModelParams = Object.freeze({
   enginePollMs: DEFAULT_LOAD_VIEW.engineIntervalMs,
   redisRttMs: 0.5,
   redisRefreshMs: DEFAULT_LOAD_VIEW.redisRefreshIntervalMs,
+  redisIdleRefreshMs: DEFAULT_LOAD_VIEW.redisIdleRefreshIntervalMs,
 });
 
 /**
@@ -95,6 +99,11 @@ class VirtualView implements LoadView {
   }
   release(id: string): void {
     this.count(`n:${id}`, -1);
+  }
+  /** Whether this process has leases open. */
+  hasLeases(): boolean {
+    for (const [field, n] of this.own) if (n > 0 && field.startsWith("n:")) return true;
+    return false;
   }
   ownCounts(): Map<string, number> {
     return new Map(this.own);
@@ -173,7 +182,7 @@ export class LoadViewModel {
     const e = this.heap.pop()!;
     switch (e.kind) {
       case "poll":
-        this.push(t + (this.kind === "engine" ? this.params.enginePollMs : this.params.redisRefreshMs), e);
+        this.push(t + this.period(e.view), e);
         if (this.kind === "engine") this.poll(e.view);
         else if (!e.view.busy) this.send(e.view);
         return;
@@ -190,6 +199,12 @@ export class LoadViewModel {
         e.view.update(e.total, e.included);
         if (e.view.pending.size > 0) this.send(e.view);
     }
+  }
+
+  /** Time to a view's next poll (engine) or read (redis). */
+  private period(view: VirtualView): number {
+    if (this.kind === "engine") return this.params.enginePollMs;
+    return view.hasLeases() ? this.params.redisRefreshMs : this.params.redisIdleRefreshMs;
   }
 
   private poll(view: VirtualView): void {

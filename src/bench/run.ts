@@ -61,7 +61,10 @@ export interface BenchOptions {
   enginePollIntervalsMs?: readonly number[];
   /** `redis` view: round trip to Redis, ms. @default 0.5 */
   redisRttMs?: number;
-  /** `redis` view: reads of the total by an idle process, ms. @default 20 (the library's default) */
+  /**
+   * `redis` view: reads of the total between writes while a process has leases open, ms; with
+   * none open, every max(100, this). @default 5 (the library's default)
+   */
   redisRefreshMs?: number;
   /** Scale events applied in every run, in time order. @default [] */
   scaleEvents?: readonly ScaleEvent[];
@@ -147,7 +150,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   const views: PolicyRun["loadView"][] = [];
   for (const v of loadViews) {
     if (v === "local") views.push(undefined);
-    else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs } });
+    else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs, redisIdleRefreshMs: Math.max(DEFAULT_LOAD_VIEW_MODEL.redisIdleRefreshMs, redisRefreshMs) } });
     else for (const enginePollMs of polls) views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, enginePollMs } });
   }
   const scaleEvents = [...(options.scaleEvents ?? [])];

@@ -332,7 +332,7 @@ export async function simulate(
     },
     ...(lv && {
       loadView: lv.name,
-      loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs },
+      loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
     }),
   };
   return { row, ideal: idealTotals, fine };

@@ -7,8 +7,9 @@
  *
  * Per request: the lease's +1 and −1 join a pending delta; one script call at a time carries the
  * pending deltas and answers the total (so a burst of requests shares one round trip, and while
- * traffic flows the view is one round trip old). With no traffic, a read every
- * `refreshIntervalMs`; every `leaseTtlMs / 3`, a full write of this process's counts that renews
+ * traffic flows the view is one round trip old). Between writes, a read every `refreshIntervalMs`
+ * while this process has leases open, every `idleRefreshIntervalMs` while it has none; every
+ * `leaseTtlMs / 3`, a full write of this process's counts that renews
  * its heartbeat and reaps processes whose heartbeat expired. A write that fails (or is refused
  * because this process was reaped, or Redis restarted empty) makes the next one full, so the
  * counts heal by themselves. A decision never waits: it reads the last total.
@@ -317,7 +318,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       this.timer = undefined;
       this.tick();
       this.schedule();
-    }, this.config.refreshIntervalMs);
+    }, this.own.leases() > 0 ? this.config.refreshIntervalMs : this.config.idleRefreshIntervalMs);
   }
 }
 

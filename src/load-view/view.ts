@@ -85,6 +85,13 @@ export class OwnCounts {
     return n;
   }
 
+  /** This router's open leases over every target (fields `n:<target>` when the counts are namespaced). */
+  leases(): number {
+    let n = 0;
+    for (const [id, c] of this.counts) if (!id.startsWith("w:")) n += c;
+    return n;
+  }
+
   /** A copy, for "what this router had when the figure was taken". */
   copy(): Map<string, number> {
     return new Map(this.counts);

@@ -15,8 +15,10 @@
  * Measured while designing it (hot-prefix, 8 router processes, 5 simulated minutes, where nearly
  * every pick is a fallback): the least loaded of all gave `prefix-aware` a P90 TTFT of 155 ms,
  * two drawn among the whole fleet 139.5 ms, among the key's first three 127.5 ms (one process:
- * 134.4 ms). `longest-prefix` draws its two by queued prefill (its own and, with the redis view,
- * other routers').
+ * 134.4 ms). `longest-prefix` does not draw: its fallback takes the least queued prefill, which
+ * moves with each of the router's own picks at once, so routers do not herd on it (hot-prefix, 8
+ * processes, 20 minutes: P90 112.6 ms with the redis view against 113.2 ms drawing two; 119.0
+ * against 119.8 ms with the engine view).
  */
 import type { PickContext, StrategyPick } from "./strategy.js";
 
@@ -68,10 +70,10 @@ export function twoChoiceSpill(ctx: Ctx, order: ArrayLike<number>, from: number)
 /**
  * The fallback when nothing of `order` is open: two drawn among the first {@link SPILL_CHOICES}
  * positions that are neither excluded nor ejected — below the threshold if some are — the less
- * loaded by `load` (default: in flight per weight) as a `fallback` pick; `undefined` when there
+ * loaded (in flight per weight) as a `fallback` pick; `undefined` when there
  * are none (the caller's own last resort applies).
  */
-export function twoChoiceFallback(ctx: Ctx, order: ArrayLike<number>, load?: (i: number, position: number) => number): StrategyPick | undefined {
+export function twoChoiceFallback(ctx: Ctx, order: ArrayLike<number>): StrategyPick | undefined {
   // First among targets below the threshold (closed only by this router's share of their
   // headroom, load-view/view.ts), then among all.
   for (let pass = 0; pass < 2; pass++) {
@@ -86,7 +88,7 @@ export function twoChoiceFallback(ctx: Ctx, order: ArrayLike<number>, load?: (i:
       else c = r;
     }
     if (a === -1) continue;
-    const r = drawTwo(ctx, order, a, b, c, load ?? inflightLoad(ctx));
+    const r = drawTwo(ctx, order, a, b, c, inflightLoad(ctx));
     return { index: order[r] as number, kind: "fallback", rank: r };
   }
   return undefined;

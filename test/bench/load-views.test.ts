@@ -21,7 +21,7 @@ describe("bench --load-view", () => {
       ["prefix-aware", "local", null],
       ["prefix-aware", "engine", { enginePollMs: 100 }],
       ["prefix-aware", "engine", { enginePollMs: 1000 }],
-      ["prefix-aware", "redis", { redisRttMs: 0.5, redisRefreshMs: 20 }],
+      ["prefix-aware", "redis", { redisRttMs: 0.5, redisRefreshMs: 5, redisIdleRefreshMs: 100 }],
       ["random", "local", null],
     ]);
     expect(simulated(rows.filter((r) => r.loadView === undefined))).toBe(simulated(plain));

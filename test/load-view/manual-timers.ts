@@ -2,10 +2,13 @@
 export class ManualTimers {
   private next = 1;
   private readonly pending = new Map<number, () => void>();
+  /** The delay of every timer set, in order. */
+  readonly delays: number[] = [];
 
-  setTimeout = (callback: () => void): number => {
+  setTimeout = (callback: () => void, ms?: number): number => {
     const handle = this.next++;
     this.pending.set(handle, callback);
+    this.delays.push(ms ?? 0);
     return handle;
   };
 

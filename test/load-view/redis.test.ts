@@ -104,6 +104,24 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
     expect(timers.size).toBe(0);
   });
 
+  it("reads every refreshIntervalMs while leases are open, every idleRefreshIntervalMs without (defaults 5 and 100 ms)", async () => {
+    const timers = new ManualTimers();
+    const r = await routerOn(server.url, randomUUID(), { timers, refreshIntervalMs: undefined });
+    await eventually(() => r.stats().loadView?.healthy === true);
+    timers.fire();
+    expect(timers.delays.at(-1)).toBe(100);
+    const lease = r.route({ body });
+    timers.fire();
+    expect(timers.delays.at(-1)).toBe(5);
+    lease.release();
+    timers.fire();
+    expect(timers.delays.at(-1)).toBe(100);
+    await r.close();
+    const bad = await createRouter({ targets, loadView: { source: "redis", refreshIntervalMs: 50, idleRefreshIntervalMs: 20 } }).catch((e: unknown) => e);
+    expect(bad).toBeInstanceOf(RangeError);
+    expect((bad as Error).message).toContain("loadView.idleRefreshIntervalMs");
+  });
+
   it("close() removes the process's counts at once", async () => {
     const prefix = randomUUID();
     const r = await routerOn(server.url, prefix);

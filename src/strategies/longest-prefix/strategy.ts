@@ -39,7 +39,6 @@ import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../by-id.js";
 import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../closed-loop.js";
 import { leastLoaded } from "../fallback.js";
-import { twoChoiceFallback } from "../two-choices.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
@@ -341,10 +340,9 @@ class Placement {
     const positions = r.positions();
     const order = positions.map((j) => this.target(j));
     const uncached = (k: number) => this.blocks - (r.match[positions[k] as number] as number);
-    const load = (i: number, k: number) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number);
-    // Under a shared load view every router sees the same, slightly old backlogs: two choices
-    // among the ranking's first three instead of the least of all (two-choices.ts).
-    const p = (ctx.sharedLoad === true ? twoChoiceFallback(ctx, order, load) : undefined) ?? leastLoaded(ctx, order, load);
+    // The least queued, also under a shared load view: the backlog moves with this router's own
+    // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
+    const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
     return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
   }
