@@ -7,7 +7,8 @@
  */
 import { type Logger, log } from "./logger.js";
 import { checkHttpURL, optionFunction, optionInteger, optionObject, optionString, optionTimers } from "./internal/options.js";
-import type { Timers } from "./internal/timers.js";
+import { Repeater, type Timers } from "./internal/timers.js";
+import { getText } from "./internal/http-get.js";
 import { describe } from "./internal/validate.js";
 import type { TargetSpec } from "./types.js";
 
@@ -96,13 +97,15 @@ interface Probe {
 /** @internal The check loop. */
 export class HealthChecker<T extends TargetSpec> {
   private probes = new Map<string, Probe>();
-  private timer: unknown;
+  private readonly loop: Repeater;
   private closed = false;
 
   constructor(
     private readonly config: HealthCheckConfig<T>,
     private readonly host: HealthHost,
-  ) {}
+  ) {
+    this.loop = new Repeater(config.timers, () => config.intervalMs, () => this.checkAll());
+  }
 
   /** Throws a TypeError for a target without a health URL. */
   validate(targets: readonly T[]): void {
@@ -130,31 +133,21 @@ export class HealthChecker<T extends TargetSpec> {
   }
 
   start(): void {
-    this.schedule();
+    this.loop.start();
   }
 
   close(): void {
     this.closed = true;
-    if (this.timer !== undefined) this.config.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private schedule(): void {
-    if (this.closed) return;
-    this.timer = this.config.timers.setTimeout(() => {
-      this.timer = undefined;
-      void this.checkAll().then(() => this.schedule());
-    }, this.config.intervalMs);
+    this.loop.stop();
   }
 
   private async check(id: string, p: Probe): Promise<void> {
     let ok = false;
     let reason = "";
     try {
-      const res = await fetch(p.url, { headers: this.config.headers, signal: AbortSignal.timeout(this.config.timeoutMs) });
-      await res.arrayBuffer().catch(() => undefined);
-      ok = res.status >= 200 && res.status < 300;
-      if (!ok) reason = `HTTP ${res.status}`;
+      const { status } = await getText(p.url, this.config.headers, this.config.timeoutMs);
+      ok = status >= 200 && status < 300;
+      if (!ok) reason = `HTTP ${status}`;
     } catch (e) {
       reason = e instanceof Error ? e.message : String(e);
     }

@@ -9,7 +9,7 @@
 import { RouterError } from "./errors.js";
 import { type Logger, log } from "./logger.js";
 import { optionFunction, optionInteger, optionObject, optionTimers } from "./internal/options.js";
-import type { Timers } from "./internal/timers.js";
+import { Repeater, type Timers } from "./internal/timers.js";
 import type { Clock, MembershipStats, TargetSpec } from "./types.js";
 
 export type { MembershipStats };
@@ -64,14 +64,16 @@ export interface MembershipHost<T extends TargetSpec> {
 
 /** @internal The refresh loop. */
 export class MembershipLoop<T extends TargetSpec> {
-  private timer: unknown;
+  private readonly loop: Repeater;
   private closed = false;
   private readonly s: MembershipStats = { lastRefreshAtMs: null, refreshes: 0, errors: 0, lastError: null, changes: 0 };
 
   constructor(
     private readonly config: MembershipConfig<T>,
     private readonly host: MembershipHost<T>,
-  ) {}
+  ) {
+    this.loop = new Repeater(config.timers, () => config.intervalMs, () => this.refresh());
+  }
 
   /** One refresh; resolves to whether the set changed. Never rejects. */
   async refresh(): Promise<boolean> {
@@ -104,7 +106,7 @@ export class MembershipLoop<T extends TargetSpec> {
   }
 
   start(): void {
-    this.schedule();
+    this.loop.start();
   }
 
   stats(): MembershipStats {
@@ -113,16 +115,7 @@ export class MembershipLoop<T extends TargetSpec> {
 
   close(): void {
     this.closed = true;
-    if (this.timer !== undefined) this.config.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private schedule(): void {
-    if (this.closed) return;
-    this.timer = this.config.timers.setTimeout(() => {
-      this.timer = undefined;
-      void this.refresh().then(() => this.schedule());
-    }, this.config.intervalMs);
+    this.loop.stop();
   }
 
   private callProvider(): Promise<readonly T[]> {

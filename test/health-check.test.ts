@@ -2,6 +2,8 @@
  * Active health checks against the live emulated fleet: a target whose /health fails is taken
  * out (as an ejection: still picked when nothing else is left) and comes back once it passes.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Router, createRouter, isRouterError } from "prefix-router";
 import { type LiveFleet, startFleet } from "prefix-router/fleet";
@@ -49,6 +51,33 @@ describe("active health checks", () => {
     expect(r.route({ body }).target.id).toBe(first);
     await r.close();
     expect(timers.size).toBe(0);
+  });
+
+  it("does not follow a redirect: a /health that answers 302 to another host fails, and that host gets nothing", async () => {
+    let elsewhere = 0;
+    const other = createServer((_req, res) => {
+      elsewhere++;
+      res.end("ok");
+    }).listen(0, "127.0.0.1");
+    await new Promise((resolve) => other.once("listening", resolve));
+    const otherURL = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(302, { location: `${otherURL}/health` }).end();
+    }).listen(0, "127.0.0.1");
+    await new Promise((resolve) => redirecting.once("listening", resolve));
+    const id = "redirecting";
+    const r = await createRouter<Target>({
+      targets: [{ id, baseURL: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/v1` }, targets[0]!],
+      healthCheck: { failuresBeforeDown: 1, timers: new ManualTimers() },
+    });
+    try {
+      await eventually(() => r.stats().targets.find((t) => t.id === id)!.failingHealthCheck);
+      expect(elsewhere).toBe(0);
+    } finally {
+      await r.close();
+      other.close();
+      redirecting.close();
+    }
   });
 
   it("needs a health URL for every target (a TypeError), and takes `true` for the defaults", async () => {

@@ -27,3 +27,36 @@ export const UNREF_TIMERS: Timers = Object.freeze({
     clearTimeout(handle as ReturnType<typeof setTimeout>);
   },
 });
+
+/**
+ * @internal A background loop: `step` runs `intervalMs()` after the previous step settled, until
+ * {@link Repeater.stop}. A step never overlaps the next; its rejection is the step's own concern.
+ */
+export class Repeater {
+  private timer: unknown;
+  private stopped = false;
+
+  constructor(
+    private readonly timers: Timers,
+    private readonly intervalMs: () => number,
+    private readonly step: () => Promise<unknown> | void,
+  ) {}
+
+  /** Schedules the first step (idempotent while running; nothing after `stop`). */
+  start(): void {
+    if (this.stopped || this.timer !== undefined) return;
+    this.timer = this.timers.setTimeout(() => {
+      this.timer = undefined;
+      const done = this.step();
+      if (done === undefined) this.start();
+      else void done.then(() => this.start());
+    }, this.intervalMs());
+  }
+
+  /** Cancels the pending step; the loop never runs again. */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer !== undefined) this.timers.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}

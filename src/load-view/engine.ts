@@ -10,11 +10,12 @@
  */
 import { RouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
+import { Repeater } from "../internal/timers.js";
+import { getText } from "../internal/http-get.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { LoadViewHost } from "./view.js";
 import type { EngineConfig } from "./options.js";
-import { type LoadView, type LoadViewStats, OwnCounts } from "./view.js";
+import { type LoadView, type LoadViewHost, type LoadViewStats, OwnCounts } from "./view.js";
 
 /** A metric family as `parse-prometheus-text-format` returns it. */
 interface MetricFamily {
@@ -85,7 +86,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
   version = 0;
   private targets = new Map<string, Scraped>();
   private readonly own = new OwnCounts();
-  private timer: unknown;
+  private readonly loop: Repeater;
   private started = false;
   private closed = false;
   private errors = 0;
@@ -98,7 +99,9 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     private readonly config: EngineConfig<T>,
     private readonly host: LoadViewHost,
     private readonly parse: PrometheusParser,
-  ) {}
+  ) {
+    this.loop = new Repeater(config.timers, () => config.intervalMs, () => this.refresh());
+  }
 
   /** Throws a TypeError for a target without a metrics URL. */
   validate(targets: readonly T[]): void {
@@ -116,7 +119,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     this.settle(false);
     if (!this.started && !this.closed) {
       this.started = true;
-      void this.refresh().then(() => this.schedule());
+      void this.refresh().then(() => this.loop.start());
     }
   }
 
@@ -160,24 +163,14 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer !== undefined) this.config.timers.clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private schedule(): void {
-    if (this.closed) return;
-    this.timer = this.config.timers.setTimeout(() => {
-      this.timer = undefined;
-      void this.refresh().then(() => this.schedule());
-    }, this.config.intervalMs);
+    this.loop.stop();
   }
 
   private async scrape(id: string, s: Scraped): Promise<void> {
     let figures: EngineFigures;
     try {
-      const res = await fetch(s.url, { headers: this.config.headers, signal: AbortSignal.timeout(this.config.timeoutMs) });
-      const text = await res.text();
-      if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${s.url}`);
+      const { status, text } = await getText(s.url, this.config.headers, this.config.timeoutMs);
+      if (status !== 200) throw new Error(`HTTP ${status} from ${s.url}`);
       figures = readEngineFigures(this.parse, text, this.config.metrics);
     } catch (e) {
       if (this.closed) return;

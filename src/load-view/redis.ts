@@ -20,12 +20,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { importPeer } from "../internal/optional-peer.js";
+import { Repeater } from "../internal/timers.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { LoadViewHost } from "./view.js";
 import type { RedisConfig } from "./options.js";
 import { LOAD_SCRIPT, loadKeys } from "./redis-scripts.js";
-import { type LoadView, type LoadViewStats, OwnCounts } from "./view.js";
+import { type LoadView, type LoadViewHost, type LoadViewStats, OwnCounts } from "./view.js";
 
 /** What this view uses of an ioredis client. */
 interface RedisLike {
@@ -80,7 +80,8 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private lastFullMs = Number.NEGATIVE_INFINITY;
   private reconnectDelayMs = 50;
   private nextConnectMs = Number.NEGATIVE_INFINITY;
-  private timer: unknown;
+  /** Staleness, reconnection, heartbeat and reads between writes (tick). */
+  private readonly loop: Repeater;
 
   constructor(
     private readonly config: RedisConfig,
@@ -88,6 +89,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     Redis: RedisConstructor,
   ) {
     this.processId = config.processId ?? randomUUID();
+    this.loop = new Repeater(config.timers, () => (this.own.leases() > 0 ? config.refreshIntervalMs : config.idleRefreshIntervalMs), () => this.tick());
     this.keys = loadKeys(config.keyPrefix);
     this.client = new Redis(config.url, {
       lazyConnect: true,
@@ -107,7 +109,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       void this.flush();
     });
     this.connect();
-    this.schedule();
+    this.loop.start();
   }
 
   setTargets(): void {
@@ -182,8 +184,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.timer !== undefined) this.config.timers.clearTimeout(this.timer);
-    this.timer = undefined;
+    this.loop.stop();
     if (this.client.status === "ready") {
       try {
         await this.call("leave", []);
@@ -312,14 +313,6 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.connect().catch((e: unknown) => this.fail(e, true));
   }
 
-  private schedule(): void {
-    if (this.closed) return;
-    this.timer = this.config.timers.setTimeout(() => {
-      this.timer = undefined;
-      this.tick();
-      this.schedule();
-    }, this.own.leases() > 0 ? this.config.refreshIntervalMs : this.config.idleRefreshIntervalMs);
-  }
 }
 
 /** The URL without its password, for logs. */
