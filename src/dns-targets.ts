@@ -53,19 +53,19 @@ export function dnsTargets<T extends TargetSpec = DnsTarget>(options: DnsTargets
   const o = optionObject("dnsTargets options", options);
   const hostname = optionString("dnsTargets.hostname", o["hostname"]);
   const port = optionInteger("dnsTargets.port", o["port"], Number.NaN, 1, 65_535);
-  const protocol = o["protocol"] ?? "http";
+  const protocol = o["protocol"] === undefined ? "http" : o["protocol"];
   if (protocol !== "http" && protocol !== "https") {
     throw new RangeError(`Expected \`dnsTargets.protocol\` to be "http" or "https", got ${describe(protocol)}`);
   }
-  const path = o["path"] ?? "/v1";
+  const path = o["path"] === undefined ? "/v1" : o["path"];
   if (typeof path !== "string" || (path !== "" && !path.startsWith("/"))) {
     throw new RangeError(`Expected \`dnsTargets.path\` to be "" or a path starting with "/", got ${describe(path)}`);
   }
-  const family = o["family"] ?? 0;
+  const family = o["family"] === undefined ? 0 : o["family"];
   if (family !== 0 && family !== 4 && family !== 6) {
     throw new RangeError(`Expected \`dnsTargets.family\` to be 0, 4 or 6, got ${describe(family)}`);
   }
-  const resolver = (o["resolver"] as DnsResolver | undefined) ?? new Resolver();
+  const resolver = (o["resolver"] === undefined ? new Resolver() : o["resolver"]) as DnsResolver;
   if (typeof resolver.resolve4 !== "function" || typeof resolver.resolve6 !== "function") {
     throw new TypeError(`Expected \`dnsTargets.resolver\` to have resolve4 and resolve6 methods, got ${describe(resolver)}`);
   }

@@ -59,7 +59,10 @@ export function resolveHealthCheck<T extends TargetSpec>(value: unknown): Health
   const custom = o["url"] === undefined ? undefined : optionFunction<(t: T) => string | URL>("healthCheck.url", o["url"]);
   const headers = o["headers"] === undefined ? {} : optionObject("healthCheck.headers", o["headers"]);
   return {
-    url: (target: T) => checkHttpURL(`health URL of target ${JSON.stringify(target.id)}`, custom === undefined ? defaultHealthURL(target, path) : custom(target)),
+    url: (target: T) => checkHttpURL(
+        custom === undefined ? `healthURL\` of target ${JSON.stringify(target.id)} (its \`healthURL\`, else ${path} at the origin of its \`baseURL\`)` : `healthCheck.url(target)\` for target ${JSON.stringify(target.id)}`,
+        custom === undefined ? defaultHealthURL(target, path) : custom(target),
+      ),
     intervalMs: optionInteger("healthCheck.intervalMs", o["intervalMs"], DEFAULT_HEALTH_CHECK.intervalMs, 100, 3_600_000),
     timeoutMs: optionInteger("healthCheck.timeoutMs", o["timeoutMs"], DEFAULT_HEALTH_CHECK.timeoutMs, 1, 600_000),
     failuresBeforeDown: optionInteger("healthCheck.failuresBeforeDown", o["failuresBeforeDown"], DEFAULT_HEALTH_CHECK.failuresBeforeDown, 1, 100),

@@ -1,17 +1,18 @@
 /**
  * Validation of the background features' options (load views, membership, health checks): the
  * checks of validate.ts with a default, and the shapes those options need (TypeError for a wrong
- * type, RangeError for a value out of range, like every router option).
+ * type, RangeError for a value out of range, like every router option). Only an absent value
+ * (undefined) takes the default: `null` is a value, and an invalid one.
  */
 import { type Timers, UNREF_TIMERS } from "./timers.js";
 import { checkFunction, checkInteger, checkNumber, describe } from "./validate.js";
 
 export function optionInteger(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  return checkInteger(name, value ?? fallback, min, max);
+  return checkInteger(name, value === undefined ? fallback : value, min, max);
 }
 
 export function optionNumber(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  return checkNumber(name, value ?? fallback, min, max);
+  return checkNumber(name, value === undefined ? fallback : value, min, max);
 }
 
 export function optionFunction<F>(name: string, value: unknown): F {
@@ -26,7 +27,7 @@ export function optionObject(name: string, value: unknown): Record<string, unkno
 }
 
 export function optionString(name: string, value: unknown, fallback?: string): string {
-  const v = value ?? fallback;
+  const v = value === undefined ? fallback : value;
   if (typeof v !== "string" || v.length === 0) {
     throw new TypeError(`Expected \`${name}\` to be a non-empty string, got ${describe(v)}`);
   }
@@ -34,7 +35,7 @@ export function optionString(name: string, value: unknown, fallback?: string): s
 }
 
 export function optionStrings(name: string, value: unknown, fallback: readonly string[]): readonly string[] {
-  const v = value ?? fallback;
+  const v = value === undefined ? fallback : value;
   if (!Array.isArray(v) || v.length === 0 || !v.every((s) => typeof s === "string" && s.length > 0)) {
     throw new TypeError(`Expected \`${name}\` to be a non-empty array of non-empty strings, got ${describe(v)}`);
   }
@@ -51,7 +52,8 @@ export function optionTimers(name: string, value: unknown): Timers {
 }
 
 /**
- * An absolute http(s) URL, or a TypeError naming `name` and what was received.
+ * An absolute http(s) URL, or a TypeError naming `name` (an option name, or a description that
+ * closes the name's backtick itself) and what was received.
  */
 export function checkHttpURL(name: string, value: unknown): string {
   let url: URL | undefined;
@@ -63,7 +65,7 @@ export function checkHttpURL(name: string, value: unknown): string {
     }
   }
   if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
-    throw new TypeError(`Expected \`${name}\` to be an absolute http: or https: URL, got ${describe(value)}`);
+    throw new TypeError(`Expected \`${name.includes("`") ? name : `${name}\``} to be an absolute http: or https: URL, got ${describe(value)}`);
   }
   return url.href;
 }

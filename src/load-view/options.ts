@@ -209,7 +209,10 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
   const custom = o["metricsURL"] === undefined ? undefined : optionFunction<(t: T) => string | URL>("loadView.metricsURL", o["metricsURL"]);
   return {
     source: "engine",
-    metricsURL: (target: T) => checkHttpURL(`metrics URL of target ${JSON.stringify(target.id)}`, custom === undefined ? defaultMetricsURL(target) : custom(target)),
+    metricsURL: (target: T) => checkHttpURL(
+        custom === undefined ? `metricsURL\` of target ${JSON.stringify(target.id)} (its \`metricsURL\`, else /metrics at the origin of its \`baseURL\`)` : `loadView.metricsURL(target)\` for target ${JSON.stringify(target.id)}`,
+        custom === undefined ? defaultMetricsURL(target) : custom(target),
+      ),
     intervalMs,
     timeoutMs: optionInteger("loadView.timeoutMs", o["timeoutMs"], DEFAULT_LOAD_VIEW.engineTimeoutMs, 1, 600_000),
     staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], intervalMs),

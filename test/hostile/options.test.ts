@@ -15,6 +15,7 @@ import {
   boundedLoad,
   createRoutedFetch,
   createRouter,
+  dnsTargets,
   routeOpenAI,
   routeSageMaker,
 } from "prefix-router";
@@ -127,6 +128,38 @@ describe("createRouter: every option, hostile values", () => {
     ["longestPrefix.loadFactor null", { targets, longestPrefix: { loadFactor: null } }, "longestPrefix.loadFactor"],
     ["longestPrefix.exclusive a string", { targets, longestPrefix: { exclusive: "yes" } }, "longestPrefix.exclusive"],
     ["longestPrefix.ttlMs -1", { targets, longestPrefix: { ttlMs: -1 } }, "longestPrefix.ttlMs"],
+    ["logger null", { targets, logger: null }, "logger"],
+    ["logger without error", { targets, logger: { debug() {}, info() {}, warn() {} } }, "logger.error"],
+    ["loadView null", { targets, loadView: null }, "loadView"],
+    ["loadView unknown", { targets, loadView: "gossip" }, "loadView"],
+    ["loadView a number", { targets, loadView: 3 }, "loadView"],
+    ["loadView.source unknown", { targets, loadView: { source: "etcd" } }, "loadView"],
+    ["loadView redis url null", { targets, loadView: { source: "redis", url: null } }, "loadView.url"],
+    ["loadView redis url http", { targets, loadView: { source: "redis", url: "http://127.0.0.1:6379" } }, "loadView.url"],
+    ["loadView redis leaseTtlMs null", { targets, loadView: { source: "redis", leaseTtlMs: null } }, "loadView.leaseTtlMs"],
+    ["loadView redis leaseTtlMs 999", { targets, loadView: { source: "redis", leaseTtlMs: 999 } }, "loadView.leaseTtlMs"],
+    ["loadView redis refreshIntervalMs 4", { targets, loadView: { source: "redis", refreshIntervalMs: 4 } }, "loadView.refreshIntervalMs"],
+    ["loadView redis refreshIntervalMs NaN", { targets, loadView: { source: "redis", refreshIntervalMs: Number.NaN } }, "loadView.refreshIntervalMs"],
+    ["loadView redis idle below busy", { targets, loadView: { source: "redis", refreshIntervalMs: 50, idleRefreshIntervalMs: 10 } }, "loadView.idleRefreshIntervalMs"],
+    ["loadView redis keyPrefix empty", { targets, loadView: { source: "redis", keyPrefix: "" } }, "loadView.keyPrefix"],
+    ["loadView redis timers without clearTimeout", { targets, loadView: { source: "redis", timers: { setTimeout() {} } } }, "loadView.timers"],
+    ["loadView engine intervalMs 9", { targets: openaiTargets, loadView: { source: "engine", intervalMs: 9 } }, "loadView.intervalMs"],
+    ["loadView engine intervalMs null", { targets: openaiTargets, loadView: { source: "engine", intervalMs: null } }, "loadView.intervalMs"],
+    ["loadView engine metrics.running empty", { targets: openaiTargets, loadView: { source: "engine", metrics: { running: [] } } }, "loadView.metrics.running"],
+    ["loadView engine headers with a number", { targets: openaiTargets, loadView: { source: "engine", headers: { authorization: 5 } } }, "loadView.headers.authorization"],
+    ["loadView engine metricsURL a string", { targets: openaiTargets, loadView: { source: "engine", metricsURL: "http://x/metrics" } }, "loadView.metricsURL"],
+    ["loadView engine, a target without baseURL", { targets, loadView: { source: "engine" } }, "metricsURL"],
+    ["loadView engine, a target's metricsURL ftp", { targets: [{ id: "a", metricsURL: "ftp://x/metrics" }], loadView: { source: "engine" } }, "metricsURL"],
+    ["membership null", { targets, membership: null }, "membership"],
+    ["membership without targets", { targets, membership: {} }, "membership.targets"],
+    ["membership intervalMs 99", { targets, membership: { targets: () => targets, intervalMs: 99 } }, "membership.intervalMs"],
+    ["membership timeoutMs null", { targets, membership: { targets: () => targets, timeoutMs: null } }, "membership.timeoutMs"],
+    ["healthCheck null", { targets: openaiTargets, healthCheck: null }, "healthCheck"],
+    ["healthCheck a string", { targets: openaiTargets, healthCheck: "/health" }, "healthCheck"],
+    ["healthCheck.path relative", { targets: openaiTargets, healthCheck: { path: "health" } }, "healthCheck.path"],
+    ["healthCheck.intervalMs 0", { targets: openaiTargets, healthCheck: { intervalMs: 0 } }, "healthCheck.intervalMs"],
+    ["healthCheck.failuresBeforeDown null", { targets: openaiTargets, healthCheck: { failuresBeforeDown: null } }, "healthCheck.failuresBeforeDown"],
+    ["healthCheck, a target without baseURL", { targets, healthCheck: true }, "healthURL"],
   ];
   it.each(cases)("%s", async (_name, options, option) => {
     await rejection(createRouter(options as unknown as RouterOptions), option);
@@ -138,6 +171,26 @@ describe("createRouter: every option, hostile values", () => {
     ["a string", "targets"],
   ])("options %s", async (_name, options) => {
     await expect(createRouter(options as unknown as RouterOptions)).rejects.toThrow(/Expected router options to be an object, got /);
+  });
+
+  it.each([
+    ["null", null, "dnsTargets options"],
+    ["hostname empty", { hostname: "", port: 8000 }, "dnsTargets.hostname"],
+    ["port missing", { hostname: "vllm" }, "dnsTargets.port"],
+    ["port 0", { hostname: "vllm", port: 0 }, "dnsTargets.port"],
+    ["port 65536", { hostname: "vllm", port: 65_536 }, "dnsTargets.port"],
+    ["protocol ftp", { hostname: "vllm", port: 8000, protocol: "ftp" }, "dnsTargets.protocol"],
+    ["path relative", { hostname: "vllm", port: 8000, path: "v1" }, "dnsTargets.path"],
+    ["family 5", { hostname: "vllm", port: 8000, family: 5 }, "dnsTargets.family"],
+    ["resolver without resolve6", { hostname: "vllm", port: 8000, resolver: { resolve4: async () => [] } }, "dnsTargets.resolver"],
+  ])("dnsTargets %s", (_name, options, option) => {
+    expect(() => dnsTargets(options as never)).toThrow(expected(option));
+    try {
+      dnsTargets(options as never);
+    } catch (e) {
+      expect(["TypeError", "RangeError"]).toContain((e as Error).name);
+      expect((e as Error).message).toMatch(/got /);
+    }
   });
 
   it.each([

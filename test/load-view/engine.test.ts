@@ -130,7 +130,7 @@ describe("engine load view", () => {
   it("a target without a metrics URL is a TypeError, at createRouter and at setTargets", async () => {
     const err = await createRouter({ targets: [{ id: "x" }], loadView: "engine" }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TypeError);
-    expect((err as Error).message).toContain('metrics URL of target "x"');
+    expect((err as Error).message).toContain('Expected `metricsURL` of target "x"');
     const r = await engineRouter();
     let thrown: unknown;
     try {
