@@ -161,9 +161,11 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     return { source: this.source, healthy, lastRefreshAtMs: this.lastRefreshAtMs, errors: this.errors, refreshes: this.refreshes, lastError: this.lastError, others, kvCacheUsage: kv };
   }
 
+  /** Stops polling; the figures stop counting at once (the router is back on its local view). */
   async close(): Promise<void> {
     this.closed = true;
     this.loop.stop();
+    this.settle(false);
   }
 
   private async scrape(id: string, s: Scraped): Promise<void> {
@@ -194,7 +196,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     const now = this.host.clock.now();
     let anyFresh = false;
     for (const [id, s] of this.targets) {
-      s.fresh = s.figures !== null && now - s.atMs <= this.config.staleAfterMs;
+      s.fresh = !this.closed && s.figures !== null && now - s.atMs <= this.config.staleAfterMs;
       if (!s.fresh) s.others = Number.NaN;
       anyFresh ||= s.fresh;
       if (!afterScrape || this.closed) continue;

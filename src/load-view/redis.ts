@@ -180,11 +180,16 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     await this.flush();
   }
 
-  /** Removes this process's counts from Redis at once, then disconnects. Idempotent. */
+  /**
+   * Removes this process's counts from Redis at once, then disconnects; the router is back on its
+   * local view at once. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.loop.stop();
+    this.healthy = false;
+    this.version++;
     if (this.client.status === "ready") {
       try {
         await this.call("leave", []);
@@ -259,6 +264,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   private applyTotal(total: string[], included: Map<string, number>, processes: number, position: number): void {
+    if (this.closed) return;
     const others = new Map<string, number>();
     const work = new Map<string, number>();
     for (let i = 0; i + 1 < total.length; i += 2) {

@@ -90,6 +90,10 @@ describe("engine load view", () => {
     expect(lease.kind).toBe("spillover");
     expect(lease.target.id).not.toBe(first);
     lease.release();
+    // Closed, the router is back on its local view at once: the first choice again.
+    await r.close();
+    expect(r.stats().loadView?.healthy).toBe(false);
+    expect(r.route({ body }).target.id).toBe(first);
   });
 
   it("subtracts this router's own leases at the scrape: they are not counted twice", async () => {

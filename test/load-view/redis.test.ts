@@ -63,6 +63,12 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
       const local = await createRouter({ targets, concurrencyThreshold: 2 });
       expect(local.route({ body }).target.id).toBe(first);
       held.push(lease);
+      // Closed, r2 is back on its local view at once: the first choice again.
+      await r2.close();
+      expect(r2.stats().loadView?.healthy).toBe(false);
+      const after = r2.route({ body });
+      expect(after.target.id).toBe(first);
+      after.release();
       for (const l of held) l.release();
       await eventually(async () => Object.keys(await total(prefix)).length === 0);
     } finally {
