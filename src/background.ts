@@ -120,8 +120,8 @@ export class Background<T extends TargetSpec> {
   }
 
   /**
-   * Starts the loops: membership's first refresh is awaited (bounded by its timeout), then every
-   * loop runs on its own timers.
+   * Starts the loops: the load view's first figures and membership's first refresh are awaited
+   * (each bounded by its timeout), then every loop runs on its own timers.
    */
   async start(host: BackgroundHost<T>): Promise<void> {
     const m = this.config.membership;
@@ -135,6 +135,9 @@ export class Background<T extends TargetSpec> {
       await this.membership.refresh();
       this.membership.start();
     }
+    // The first figures, so that the first decisions see other routers' load (bounded by the
+    // view's own timeout; a source that is down leaves the router on its local view).
+    await this.view?.ready?.();
     const health = this.health;
     if (health !== undefined) void health.checkAll().then(() => health.start());
   }

@@ -272,8 +272,10 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   /** Ids of the targets at the concurrency threshold (for the spill-storm log line); made once, called rarely. */
-  private readonly fullTargetIds = (): string[] =>
-    this.snapshot.states.filter((s) => s.inflight >= this.concurrencyThreshold).map((s) => s.id);
+  private readonly fullTargetIds = (): string[] => {
+    const load = this.background.reader?.current();
+    return this.snapshot.states.filter((s, i) => (load === undefined ? s.inflight : load.inflight(i, s.inflight)) >= this.concurrencyThreshold).map((s) => s.id);
+  };
 
   /** @internal The strategy forgot what it believed target `id` caches (closed loop). */
   forgot(id: string, entries: number): void {

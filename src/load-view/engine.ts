@@ -88,6 +88,8 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
   private readonly own = new OwnCounts();
   private readonly loop: Repeater;
   private started = false;
+  /** The first round of scrapes (each bounded by `timeoutMs`). */
+  private firstRound: Promise<void> = Promise.resolve();
   private closed = false;
   private errors = 0;
   private refreshes = 0;
@@ -119,8 +121,17 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     this.settle(false);
     if (!this.started && !this.closed) {
       this.started = true;
-      void this.refresh().then(() => this.loop.start());
+      this.firstRound = this.refresh();
+      void this.firstRound.then(() => this.loop.start());
     }
+  }
+
+  ready(): Promise<void> {
+    return this.firstRound;
+  }
+
+  peers(): number {
+    return this.config.peers;
   }
 
   shared(): boolean {

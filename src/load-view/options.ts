@@ -61,6 +61,14 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
    * @default 3 × intervalMs, at least 1000
    */
   staleAfterMs?: number;
+  /**
+   * Router processes that share the fleet, if you know it (a Deployment's replica count). The
+   * engines cannot tell, so by default each process may fill all of a target's headroom between
+   * two polls; with `peers` each opens at most its share of it until the next poll (the remainder
+   * at random), as the redis view does with the count it reads. From 1 to 1,024.
+   * @default 1
+   */
+  peers?: number;
   /** Metric names (vLLM's and SGLang's by default). */
   metrics?: EngineMetricNames;
   /** Headers sent with every scrape (e.g. `Authorization`). @default {} */
@@ -145,6 +153,7 @@ export interface EngineConfig<T extends TargetSpec> {
   readonly intervalMs: number;
   readonly timeoutMs: number;
   readonly staleAfterMs: number;
+  readonly peers: number;
   readonly metrics: Readonly<Required<EngineMetricNames>>;
   readonly headers: Readonly<Record<string, string>>;
   readonly timers: Timers;
@@ -216,6 +225,7 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
     intervalMs,
     timeoutMs: optionInteger("loadView.timeoutMs", o["timeoutMs"], DEFAULT_LOAD_VIEW.engineTimeoutMs, 1, 600_000),
     staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], intervalMs),
+    peers: optionInteger("loadView.peers", o["peers"], 1, 1, 1024),
     metrics: Object.freeze({
       running: optionStrings("loadView.metrics.running", names["running"], DEFAULT_ENGINE_METRICS.running),
       waiting: optionStrings("loadView.metrics.waiting", names["waiting"], DEFAULT_ENGINE_METRICS.waiting),

@@ -82,6 +82,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private nextConnectMs = Number.NEGATIVE_INFINITY;
   /** Staleness, reconnection, heartbeat and reads between writes (tick). */
   private readonly loop: Repeater;
+  /** Settles at the first total, the first failure, or after `commandTimeoutMs`, whichever comes first. */
+  private readonly first: Promise<void>;
+  private settleFirst: () => void = () => {};
 
   constructor(
     private readonly config: RedisConfig,
@@ -89,6 +92,15 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     Redis: RedisConstructor,
   ) {
     this.processId = config.processId ?? randomUUID();
+    this.first = new Promise<void>((resolve) => {
+      // Real timers, not `config.timers`: a bound on startup, whatever drives the loop.
+      const timer = setTimeout(resolve, config.commandTimeoutMs);
+      timer.unref?.();
+      this.settleFirst = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
     this.loop = new Repeater(config.timers, () => (this.own.leases() > 0 ? config.refreshIntervalMs : config.idleRefreshIntervalMs), () => this.tick());
     this.keys = loadKeys(config.keyPrefix);
     this.client = new Redis(config.url, {
@@ -114,6 +126,10 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
 
   setTargets(): void {
     // Counts are kept by target id; a removed target's leases still release.
+  }
+
+  ready(): Promise<void> {
+    return this.first;
   }
 
   shared(): boolean {
@@ -283,13 +299,17 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.warned = false;
     this.healthy = true;
     this.version++;
+    this.settleFirst();
   }
 
   private fail(e: unknown, counted: boolean): void {
     if (this.closed) return;
     const message = e instanceof Error ? e.message : String(e);
     this.lastError = message;
-    if (counted) this.errors++;
+    if (counted) {
+      this.errors++;
+      this.settleFirst();
+    }
     log(this.host.logger, "debug", "prefix-router: Redis load view error", { event: "load-view", error: message });
   }
 

@@ -59,6 +59,12 @@ export interface LoadView<T extends TargetSpec = TargetSpec> {
   peers?(): number;
   /** This router's position among them, 0 to peers() − 1. Default: none (the remainder goes at random). */
   peerIndex?(): number;
+  /**
+   * Resolves once the view has its first figures, or has failed to get them (it never rejects,
+   * and resolves within its own timeout): `createRouter` waits for it, so that the first
+   * decisions already see other routers' load. Default: no wait.
+   */
+  ready?(): Promise<void>;
   /** The router's target set changed (also called once at start). */
   setTargets(targets: readonly T[]): void;
   /** This router opened a lease on `id`. */

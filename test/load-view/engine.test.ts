@@ -96,6 +96,30 @@ describe("engine load view", () => {
     expect(r.route({ body }).target.id).toBe(first);
   });
 
+  it("createRouter resolves with the first scrape done: the very first decision sees other routers' load", async () => {
+    const first = (await engineRouter()).rank({ body }).targets[0]!.id;
+    engines.figures.get(first)!.running = 4;
+    const r = await engineRouter({ intervalMs: 60_000 });
+    expect(r.stats().loadView?.healthy).toBe(true);
+    expect(r.route({ body }).target.id).not.toBe(first);
+  });
+
+  it("with `peers`, a router opens only its share of a target's headroom until the next poll", async () => {
+    const timers = new ManualTimers();
+    const r = await engineRouter({ peers: 2, timers });
+    const first = r.rank({ body }).targets[0]!.id;
+    engines.figures.get(first)!.running = 2; // room for 2 more: 1 each for 2 routers
+    await r.close();
+    const shared = await engineRouter({ peers: 2, timers: new ManualTimers() });
+    const one = shared.route({ body });
+    expect(one.target.id).toBe(first);
+    const two = shared.route({ body });
+    expect(two.kind).toBe("spillover");
+    // Without peers, the router takes all of the headroom.
+    const alone = await engineRouter({ timers: new ManualTimers() });
+    expect([alone.route({ body }), alone.route({ body })].map((l) => l.target.id)).toEqual([first, first]);
+  });
+
   it("subtracts this router's own leases at the scrape: they are not counted twice", async () => {
     const r = await engineRouter();
     const first = r.rank({ body }).targets[0]!.id;
