@@ -3,8 +3,8 @@
  * answers with, one record per ready pod — as a `membership.targets` provider.
  */
 import { Resolver } from "node:dns/promises";
-import { optionFunction, optionInteger, optionObject, optionString } from "./internal/options.js";
-import { describe } from "./internal/validate.js";
+import { optionInteger, optionObject, optionString } from "./internal/options.js";
+import { checkFunction, describe, orDefault } from "./internal/validate.js";
 import type { TargetSpec } from "./types.js";
 
 /** A target found in DNS: its id is `address:port`, its OpenAI `baseURL` built from the options. */
@@ -53,15 +53,15 @@ export function dnsTargets<T extends TargetSpec = DnsTarget>(options: DnsTargets
   const o = optionObject("dnsTargets options", options);
   const hostname = optionString("dnsTargets.hostname", o["hostname"]);
   const port = optionInteger("dnsTargets.port", o["port"], Number.NaN, 1, 65_535);
-  const protocol = o["protocol"] === undefined ? "http" : o["protocol"];
+  const protocol = orDefault(o["protocol"], "http");
   if (protocol !== "http" && protocol !== "https") {
     throw new RangeError(`Expected \`dnsTargets.protocol\` to be "http" or "https", got ${describe(protocol)}`);
   }
-  const path = o["path"] === undefined ? "/v1" : o["path"];
+  const path = orDefault(o["path"], "/v1");
   if (typeof path !== "string" || (path !== "" && !path.startsWith("/"))) {
     throw new RangeError(`Expected \`dnsTargets.path\` to be "" or a path starting with "/", got ${describe(path)}`);
   }
-  const family = o["family"] === undefined ? 0 : o["family"];
+  const family = orDefault(o["family"], 0);
   if (family !== 0 && family !== 4 && family !== 6) {
     throw new RangeError(`Expected \`dnsTargets.family\` to be 0, 4 or 6, got ${describe(family)}`);
   }
@@ -75,7 +75,7 @@ export function dnsTargets<T extends TargetSpec = DnsTarget>(options: DnsTargets
           const host = fam === 6 ? `[${address}]` : address;
           return { id: `${host}:${port}`, baseURL: `${protocol}://${host}:${port}${path}` } as unknown as T;
         }
-      : optionFunction<(address: string, family: 4 | 6) => T>("dnsTargets.toTarget", o["toTarget"]);
+      : checkFunction<(address: string, family: 4 | 6) => T>("dnsTargets.toTarget", o["toTarget"]);
   const lookup = async (fam: 4 | 6): Promise<string[] | Error> => {
     try {
       return await (fam === 4 ? resolver.resolve4(hostname) : resolver.resolve6(hostname));

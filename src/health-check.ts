@@ -6,7 +6,7 @@
  * requests while its health check passes.
  */
 import { type Logger, log } from "./logger.js";
-import { checkHttpURL, optionFunction, optionInteger, optionObject, optionString, optionTimers } from "./internal/options.js";
+import { optionHeaders, optionInteger, optionObject, optionString, optionTimers, targetURL } from "./internal/options.js";
 import { Repeater, type Timers } from "./internal/timers.js";
 import { getText } from "./internal/http-get.js";
 import { describe } from "./internal/validate.js";
@@ -56,31 +56,15 @@ export function resolveHealthCheck<T extends TargetSpec>(value: unknown): Health
   const o = value === true ? {} : optionObject("healthCheck", value);
   const path = optionString("healthCheck.path", o["path"], DEFAULT_HEALTH_CHECK.path);
   if (!path.startsWith("/")) throw new RangeError(`Expected \`healthCheck.path\` to start with "/", got ${describe(path)}`);
-  const custom = o["url"] === undefined ? undefined : optionFunction<(t: T) => string | URL>("healthCheck.url", o["url"]);
-  const headers = o["headers"] === undefined ? {} : optionObject("healthCheck.headers", o["headers"]);
   return {
-    url: (target: T) => checkHttpURL(
-        custom === undefined ? `healthURL\` of target ${JSON.stringify(target.id)} (its \`healthURL\`, else ${path} at the origin of its \`baseURL\`)` : `healthCheck.url(target)\` for target ${JSON.stringify(target.id)}`,
-        custom === undefined ? defaultHealthURL(target, path) : custom(target),
-      ),
+    url: targetURL<T>("healthCheck.url", "healthURL", path, o["url"]),
     intervalMs: optionInteger("healthCheck.intervalMs", o["intervalMs"], DEFAULT_HEALTH_CHECK.intervalMs, 100, 3_600_000),
     timeoutMs: optionInteger("healthCheck.timeoutMs", o["timeoutMs"], DEFAULT_HEALTH_CHECK.timeoutMs, 1, 600_000),
     failuresBeforeDown: optionInteger("healthCheck.failuresBeforeDown", o["failuresBeforeDown"], DEFAULT_HEALTH_CHECK.failuresBeforeDown, 1, 100),
     successesBeforeUp: optionInteger("healthCheck.successesBeforeUp", o["successesBeforeUp"], DEFAULT_HEALTH_CHECK.successesBeforeUp, 1, 100),
-    headers: Object.freeze({ ...(headers as Record<string, string>) }),
+    headers: optionHeaders("healthCheck.headers", o["headers"]),
     timers: optionTimers("healthCheck.timers", o["timers"]),
   };
-}
-
-function defaultHealthURL(target: TargetSpec, path: string): unknown {
-  const t = target as { healthURL?: unknown; baseURL?: unknown };
-  if (t.healthURL !== undefined) return t.healthURL;
-  if (typeof t.baseURL !== "string") return undefined;
-  try {
-    return new URL(path, t.baseURL).href;
-  } catch {
-    return t.baseURL;
-  }
 }
 
 /** What the checker needs of the router. */

@@ -8,7 +8,8 @@
  */
 import { RouterError } from "./errors.js";
 import { type Logger, log } from "./logger.js";
-import { optionFunction, optionInteger, optionObject, optionTimers } from "./internal/options.js";
+import { optionInteger, optionObject, optionTimers } from "./internal/options.js";
+import { checkFunction } from "./internal/validate.js";
 import { Repeater, type Timers } from "./internal/timers.js";
 import type { Clock, MembershipStats, TargetSpec } from "./types.js";
 
@@ -46,7 +47,7 @@ export function resolveMembership<T extends TargetSpec>(value: unknown): Members
   if (value === undefined) return undefined;
   const o = optionObject("membership", value);
   return {
-    targets: optionFunction("membership.targets", o["targets"]),
+    targets: checkFunction("membership.targets", o["targets"]),
     intervalMs: optionInteger("membership.intervalMs", o["intervalMs"], DEFAULT_MEMBERSHIP.intervalMs, 100, 86_400_000),
     timeoutMs: optionInteger("membership.timeoutMs", o["timeoutMs"], DEFAULT_MEMBERSHIP.timeoutMs, 1, 600_000),
     timers: optionTimers("membership.timers", o["timers"]),

@@ -5,18 +5,11 @@
  * (undefined) takes the default: `null` is a value, and an invalid one.
  */
 import { type Timers, UNREF_TIMERS } from "./timers.js";
-import { checkFunction, checkInteger, checkNumber, describe } from "./validate.js";
+import type { TargetSpec } from "../types.js";
+import { checkInteger, checkFunction, describe, orDefault } from "./validate.js";
 
 export function optionInteger(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  return checkInteger(name, value === undefined ? fallback : value, min, max);
-}
-
-export function optionNumber(name: string, value: unknown, fallback: number, min: number, max: number): number {
-  return checkNumber(name, value === undefined ? fallback : value, min, max);
-}
-
-export function optionFunction<F>(name: string, value: unknown): F {
-  return checkFunction<F>(name, value);
+  return checkInteger(name, orDefault(value, fallback), min, max);
 }
 
 export function optionObject(name: string, value: unknown): Record<string, unknown> {
@@ -27,7 +20,7 @@ export function optionObject(name: string, value: unknown): Record<string, unkno
 }
 
 export function optionString(name: string, value: unknown, fallback?: string): string {
-  const v = value === undefined ? fallback : value;
+  const v = orDefault(value, fallback);
   if (typeof v !== "string" || v.length === 0) {
     throw new TypeError(`Expected \`${name}\` to be a non-empty string, got ${describe(v)}`);
   }
@@ -35,7 +28,7 @@ export function optionString(name: string, value: unknown, fallback?: string): s
 }
 
 export function optionStrings(name: string, value: unknown, fallback: readonly string[]): readonly string[] {
-  const v = value === undefined ? fallback : value;
+  const v = orDefault(value, fallback);
   if (!Array.isArray(v) || v.length === 0 || !v.every((s) => typeof s === "string" && s.length > 0)) {
     throw new TypeError(`Expected \`${name}\` to be a non-empty array of non-empty strings, got ${describe(v)}`);
   }
@@ -68,4 +61,41 @@ export function checkHttpURL(name: string, value: unknown): string {
     throw new TypeError(`Expected \`${name.includes("`") ? name : `${name}\``} to be an absolute http: or https: URL, got ${describe(value)}`);
   }
   return url.href;
+}
+
+/** Headers sent with a background request: an object of strings (absent: none). */
+export function optionHeaders(name: string, value: unknown): Readonly<Record<string, string>> {
+  if (value === undefined) return Object.freeze({});
+  const headers = optionObject(name, value);
+  for (const [k, v] of Object.entries(headers)) {
+    if (typeof v !== "string") throw new TypeError(`Expected \`${name}.${k}\` to be a string, got ${describe(v)}`);
+  }
+  return Object.freeze({ ...(headers as Record<string, string>) });
+}
+
+/**
+ * Where a background feature reaches a target: `custom(target)` when given (option `option`),
+ * else the target's own `field`, else `path` at the origin of its `baseURL`
+ * (`http://10.0.0.7:8000/v1` → `http://10.0.0.7:8000/metrics`) — checked as an absolute http(s)
+ * URL, a TypeError naming the target otherwise.
+ */
+export function targetURL<T extends TargetSpec>(option: string, field: string, path: string, custom: unknown): (target: T) => string {
+  const own = custom === undefined ? undefined : checkFunction<(target: T) => string | URL>(option, custom);
+  return (target) => {
+    const id = JSON.stringify(target.id);
+    if (own !== undefined) return checkHttpURL(`${option}(target)\` for target ${id}`, own(target));
+    return checkHttpURL(`${field}\` of target ${id} (its \`${field}\`, else ${path} at the origin of its \`baseURL\`)`, ownURL(target, field, path));
+  };
+}
+
+/** The target's `field`, else `path` at the origin of its `baseURL`; `undefined` when it has neither. */
+function ownURL(target: TargetSpec, field: string, path: string): unknown {
+  const t = target as unknown as Record<string, unknown>;
+  if (t[field] !== undefined) return t[field];
+  if (typeof t["baseURL"] !== "string") return undefined;
+  try {
+    return new URL(path, t["baseURL"]).href;
+  } catch {
+    return t["baseURL"];
+  }
 }

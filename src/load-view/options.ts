@@ -3,13 +3,13 @@
  * in engine.ts and redis.ts; view.ts has the contract and the arithmetic.
  */
 import {
-  checkHttpURL,
-  optionFunction,
+  optionHeaders,
   optionInteger,
   optionObject,
   optionString,
   optionStrings,
   optionTimers,
+  targetURL,
 } from "../internal/options.js";
 import type { Timers } from "../internal/timers.js";
 import { describe } from "../internal/validate.js";
@@ -211,17 +211,9 @@ function staleAfter(name: string, value: unknown, intervalMs: number): number {
 function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): EngineConfig<T> {
   const intervalMs = optionInteger("loadView.intervalMs", o["intervalMs"], DEFAULT_LOAD_VIEW.engineIntervalMs, 10, 600_000);
   const names = o["metrics"] === undefined ? {} : optionObject("loadView.metrics", o["metrics"]);
-  const headers = o["headers"] === undefined ? {} : optionObject("loadView.headers", o["headers"]);
-  for (const [k, v] of Object.entries(headers)) {
-    if (typeof v !== "string") throw new TypeError(`Expected \`loadView.headers.${k}\` to be a string, got ${describe(v)}`);
-  }
-  const custom = o["metricsURL"] === undefined ? undefined : optionFunction<(t: T) => string | URL>("loadView.metricsURL", o["metricsURL"]);
   return {
     source: "engine",
-    metricsURL: (target: T) => checkHttpURL(
-        custom === undefined ? `metricsURL\` of target ${JSON.stringify(target.id)} (its \`metricsURL\`, else /metrics at the origin of its \`baseURL\`)` : `loadView.metricsURL(target)\` for target ${JSON.stringify(target.id)}`,
-        custom === undefined ? defaultMetricsURL(target) : custom(target),
-      ),
+    metricsURL: targetURL<T>("loadView.metricsURL", "metricsURL", "/metrics", o["metricsURL"]),
     intervalMs,
     timeoutMs: optionInteger("loadView.timeoutMs", o["timeoutMs"], DEFAULT_LOAD_VIEW.engineTimeoutMs, 1, 600_000),
     staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], intervalMs),
@@ -231,23 +223,12 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
       waiting: optionStrings("loadView.metrics.waiting", names["waiting"], DEFAULT_ENGINE_METRICS.waiting),
       kvCacheUsage: optionStrings("loadView.metrics.kvCacheUsage", names["kvCacheUsage"], DEFAULT_ENGINE_METRICS.kvCacheUsage),
     }),
-    headers: Object.freeze({ ...(headers as Record<string, string>) }),
+    headers: optionHeaders("loadView.headers", o["headers"]),
     timers: optionTimers("loadView.timers", o["timers"]),
   };
 }
 
 /** A target's `metricsURL`, else `/metrics` at the origin of its `baseURL`; `undefined` when it has neither. */
-function defaultMetricsURL(target: TargetSpec): unknown {
-  const t = target as { metricsURL?: unknown; baseURL?: unknown };
-  if (t.metricsURL !== undefined) return t.metricsURL;
-  if (typeof t.baseURL !== "string") return undefined;
-  try {
-    return new URL("/metrics", t.baseURL).href;
-  } catch {
-    return t.baseURL;
-  }
-}
-
 function resolveRedis(o: Record<string, unknown>): RedisConfig {
   const refreshIntervalMs = optionInteger("loadView.refreshIntervalMs", o["refreshIntervalMs"], DEFAULT_LOAD_VIEW.redisRefreshIntervalMs, 5, 600_000);
   const idleRefreshIntervalMs = optionInteger(
