@@ -158,6 +158,7 @@ describe("createRouter: every option, hostile values", () => {
     ["healthCheck a string", { targets: openaiTargets, healthCheck: "/health" }, "healthCheck"],
     ["healthCheck.path relative", { targets: openaiTargets, healthCheck: { path: "health" } }, "healthCheck.path"],
     ["healthCheck.intervalMs 0", { targets: openaiTargets, healthCheck: { intervalMs: 0 } }, "healthCheck.intervalMs"],
+    ["healthCheck.headers with a number", { targets: openaiTargets, healthCheck: { headers: { authorization: 5 } } }, "healthCheck.headers.authorization"],
     ["healthCheck.failuresBeforeDown null", { targets: openaiTargets, healthCheck: { failuresBeforeDown: null } }, "healthCheck.failuresBeforeDown"],
     ["healthCheck, a target without baseURL", { targets, healthCheck: true }, "healthURL"],
   ];
