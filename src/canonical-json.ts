@@ -13,6 +13,7 @@
  */
 import stableStringify from "fast-json-stable-stringify";
 import { CANONICAL_MAX_DEPTH, RouterError } from "./errors.js";
+import { parseJsonText } from "./internal/json-parse.js";
 import type { PrefixWriter } from "./internal/prefix-writer.js";
 
 /**
@@ -46,7 +47,7 @@ export function canonicalizeJson(text: string | Uint8Array): string {
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** @internal JSON.parse with typed errors; bytes must be valid UTF-8. */
+/** @internal JSON.parse with typed errors (and escaped keys read right, see internal/json-parse.ts); bytes must be valid UTF-8. */
 export function parseJson(text: string | Uint8Array): unknown {
   let source: string;
   if (typeof text === "string") {
@@ -61,7 +62,7 @@ export function parseJson(text: string | Uint8Array): unknown {
     throw new TypeError(`Expected JSON text as a string or Uint8Array, got ${typeof text}`);
   }
   try {
-    return JSON.parse(source);
+    return parseJsonText(source);
   } catch (cause) {
     const message = cause instanceof Error ? cause.message : String(cause);
     const match = /position (\d+)/.exec(message);

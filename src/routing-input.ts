@@ -22,6 +22,7 @@ import { type Collector, TextCollector, Utf16Collector, truncateCodePoints } fro
 import { RouterError } from "./errors.js";
 import { writeCanonicalTape } from "./internal/canonical-tape.js";
 import { scanJson } from "./internal/json-scan.js";
+import { parseJsonText } from "./internal/json-parse.js";
 import { PrefixWriter } from "./internal/prefix-writer.js";
 
 /** How the routing input is read from a body. */
@@ -112,7 +113,7 @@ function writeJsonText(text: string, out: PrefixWriter): void {
     // A lone surrogate: JSON.parse keeps it in a string (canonical JSON escapes it), UTF-8 cannot.
     let value: unknown;
     try {
-      value = JSON.parse(text);
+      value = parseJsonText(text);
     } catch {
       out.utf8(text);
       return;

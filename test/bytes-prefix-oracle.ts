@@ -2,6 +2,7 @@
  * The bytes-mode routing input as it was computed before the JSON scanner (commit 6159664's
  * `bytesPrefix` and `canonicalPrefix`, copied verbatim and renamed): parse the whole body, then
  * write the beginning of its canonical JSON. The property tests compare the scanner against it.
+ * (`parseJson` reads keys spelled with escapes right on every runtime, Node.js 24 included.)
  * Not a test file itself (vitest runs `*.test.ts` only).
  */
 import { parseJson } from "../src/canonical-json.js";

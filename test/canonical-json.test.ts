@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CANONICAL_MAX_DEPTH, MIN_PREFIX_LENGTH, canonicalize, canonicalizeJson, isRouterError, routingInput } from "prefix-router";
 import { canonicalPrefix } from "../src/canonical-json.js";
+import { parseJsonText } from "../src/internal/json-parse.js";
 import { codeOf } from "./support.js";
 import { Rng } from "../src/sim/random.js";
 
@@ -71,7 +72,7 @@ describe("canonicalize — laws", () => {
       fc.property(json, (x) => {
         const once = canonicalize(x);
         expect(canonicalizeJson(once)).toBe(once);
-        expect(canonicalize(JSON.parse(once))).toBe(once);
+        expect(canonicalize(parseJsonText(once))).toBe(once);
       }),
     );
   });
@@ -85,6 +86,7 @@ describe("canonicalize — laws", () => {
   });
 
   it("JSON.parse(canonicalize(x)) deep-equals JSON.parse(JSON.stringify(x))", () => {
+    // Read with parseJsonText: on Node.js 24 JSON.parse can misread an escaped key (nodejs/node#63785).
     // Boxed primitives (new Number(1)) are left out: fast-json-stable-stringify serializes them
     // as objects ({} / {"0":"a"}), JSON.stringify unboxes them. Request bodies never hold them.
     fc.assert(
@@ -94,7 +96,7 @@ describe("canonicalize — laws", () => {
           expect(codeOf(() => canonicalize(x))).toBe("ERR_UNSERIALIZABLE");
           return;
         }
-        expect(JSON.parse(canonicalize(x))).toEqual(JSON.parse(expected));
+        expect(parseJsonText(canonicalize(x))).toEqual(parseJsonText(expected));
       }),
       { numRuns: 300 },
     );

@@ -7,7 +7,7 @@
 import { InvokeEndpointCommand, SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Decision, type Router, createRoutedFetch, createRouter, getRouter, isRouterError, routeOpenAI, routeSageMaker } from "prefix-router";
+import { type Decision, type Router, canonicalize, createRoutedFetch, createRouter, getRouter, isRouterError, routeOpenAI, routeSageMaker } from "prefix-router";
 import { codeOf } from "../support.js";
 import { type LoopbackServer, chatBody, ok, startServer } from "./servers.js";
 
@@ -268,4 +268,36 @@ describe("the SageMaker client: deep, invalid and hostile bodies", () => {
       expectNothingCounted(client.router);
     },
   );
+});
+
+describe("escaped object keys, after parses that leave V8's JSON.parse a transition to another key", () => {
+  // On Node.js 24 and later, JSON.parse can read the last key `"\u0062"` as `\` once an object
+  // with the same first keys and a `\` key has been parsed (https://github.com/nodejs/node/issues/63785).
+  // Bodies the SDK re-serializes must still go out with the keys they were written with.
+  const poison = (): void => {
+    JSON.parse('{"model":[],"messages":[],"\\\\":0}');
+  };
+  const text = '{"model":"m","messages":[{"role":"user","content":"hi"}],"\\u0062":2}';
+  const expected: Record<string, unknown> = { model: "m", messages: [{ role: "user", content: "hi" }], b: 2 };
+
+  it("the SageMaker client with canonicalizeBody: the canonical body keeps every key", async () => {
+    poison();
+    const client = await routeSageMaker(
+      new SageMakerRuntimeClient({ region: "us-east-1", endpoint: server.origin, credentials: { accessKeyId: "a", secretAccessKey: "b" }, maxAttempts: 1 }),
+      { targets: [{ id: "a", endpointName: "ep-a" }] },
+    );
+    await client.send(new InvokeEndpointCommand({ EndpointName: "x", Body: enc(text), ContentType: "application/json" }));
+    expect(server.seen.map((s) => s.body)).toEqual([canonicalize(expected)]);
+    expect(server.seen[0]?.body).toBe('{"b":2,"messages":[{"content":"hi","role":"user"}],"model":"m"}');
+  });
+
+  it("the openai client with a tenant: the stamped body keeps every key", async () => {
+    poison();
+    const client = await routeOpenAI(new OpenAI({ apiKey: "k", baseURL: "http://fleet.invalid/v1", maxRetries: 0 }), {
+      targets: [{ id: "a", baseURL: `${server.origin}/v1` }],
+      tenant: "acme",
+    });
+    await client.post("/chat/completions", { body: text, headers: { "content-type": "application/json" } });
+    expect(server.seen.map((s) => s.body)).toEqual([JSON.stringify({ ...expected, prompt_cache_key: "acme" })]);
+  });
 });
