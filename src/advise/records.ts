@@ -19,6 +19,7 @@
  */
 import stableStringify from "fast-json-stable-stringify";
 import { BenchError } from "../bench/errors.js";
+import { parseJsonText } from "../internal/json-parse.js";
 import { type TraceRecord, MOONCAKE_BLOCK_TOKENS, traceRecordOf } from "../bench/trace.js";
 import type { ChatBody, ChatMessage, ChatTool } from "../bench/workload.js";
 import type { LogLine } from "./lines.js";
@@ -77,7 +78,7 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
   if (value === undefined) {
     if (line.text.trim() === "") return undefined;
     try {
-      value = JSON.parse(line.text);
+      value = parseJsonText(line.text);
     } catch (e) {
       fail("not valid JSON", e);
     }
@@ -91,7 +92,7 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
     body = value["body"] ?? value["Body"];
     if (typeof body === "string") {
       try {
-        body = JSON.parse(body);
+        body = parseJsonText(body);
       } catch (e) {
         fail("the `body` string is not JSON", e);
       }

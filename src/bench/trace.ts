@@ -13,6 +13,7 @@
  * first bad line raises a {@link BenchError} (`ERR_TRACE_FORMAT`) naming its line number.
  */
 import { readFile } from "node:fs/promises";
+import { parseJsonText } from "../internal/json-parse.js";
 import { BenchError } from "./errors.js";
 import { CHARS_PER_TOKEN, TextSource } from "./text.js";
 import { BENCH_MODEL, type BenchRequest, type Workload } from "./workload.js";
@@ -74,7 +75,7 @@ export function parseTrace(text: string, options: TraceParseOptions = {}): Trace
     };
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = parseJsonText(line);
     } catch (e) {
       fail("not valid JSON", e);
     }

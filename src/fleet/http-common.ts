@@ -6,6 +6,7 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EngineCallbacks, EngineTicket, VirtualResult } from "./engine.js";
+import { parseJsonText } from "../internal/json-parse.js";
 import type { FaultKnobs } from "./faults.js";
 import { countTokens } from "./tokenizer.js";
 
@@ -99,10 +100,10 @@ export function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-/** Parses JSON, returning `undefined` (not throwing) on malformed input. */
+/** Parses JSON (escaped keys read right on every runtime), returning `undefined` (not throwing) on malformed input. */
 export function parseJson(buf: Buffer): unknown {
   try {
-    return JSON.parse(buf.toString("utf8")) as unknown;
+    return parseJsonText(buf.toString("utf8"));
   } catch {
     return undefined;
   }

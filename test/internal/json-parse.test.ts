@@ -61,6 +61,8 @@ describe("parseJsonText", () => {
     expect(Object.keys(parseJsonText('{"h":1,"\\"":2}') as object)).toEqual(["h", '"']);
     expect(Object.keys(parseJsonText('{"b":2,"\\u0062":1.5,"\\u0022":1}') as object)).toEqual(["b", '"']);
     expect(parseJsonText('{"b":2,"\\u0062":1.5,"\\u0022":1}')).toEqual({ b: 1.5, '"': 1 });
+    // As Python's json.dumps writes a non-ASCII key.
+    expect(Object.keys(parseJsonText('{"h":1,"\\u00e9":2}') as object)).toEqual(["h", "é"]);
     expect(parseJsonText('[{"h":"s","\\n":0},{"x":{"\\\\":[1,{"\\u0068":true}]}}]')).toEqual([{ h: "s", "\n": 0 }, { x: { "\\": [1, { h: true }] } }]);
   });
 
