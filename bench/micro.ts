@@ -26,6 +26,7 @@ import { Bench } from "tinybench";
 import { STRATEGIES, createRouter, type RouterOptions, type RoutingMode, type Strategy, type TargetSpec } from "prefix-router";
 import xxhash from "xxhash-wasm";
 import { writeCanonicalPrefix } from "../src/canonical-json.js";
+import { parseJsonTextChecked } from "../src/internal/json-parse.js";
 import { scanJson } from "../src/internal/json-scan.js";
 import { PrefixWriter } from "../src/internal/prefix-writer.js";
 import { xxh32 } from "../src/internal/xxh32.js";
@@ -299,9 +300,41 @@ async function floors(): Promise<string> {
   return lines.join("\n");
 }
 
+/**
+ * The JSON reader the adapters and text mode use, with the check for keys spelled with escapes it
+ * runs on V8 12.8+ (Node.js 24 and later, whose JSON.parse can misread them), beside JSON.parse
+ * alone on the same texts. On Node.js 20 and 22 the reader is JSON.parse itself.
+ */
+async function parsing(): Promise<string> {
+  const chat = JSON.stringify(chatWorkload().objects[0]);
+  const weather = (i: number) => JSON.stringify({ city: "Paris", day: i, forecast: Array.from({ length: 8 }, (_, h) => ({ hour: h, temp: 12 + h, sky: "clear" })) });
+  const tools = JSON.stringify({
+    model: "llama-3.1-70b-instruct",
+    messages: Array.from({ length: 40 }, (_, i) =>
+      i % 2 === 0
+        ? { role: "assistant", tool_calls: [{ id: `call_${i}`, type: "function", function: { name: "weather", arguments: JSON.stringify({ city: "Paris", day: i }) } }] }
+        : { role: "tool", tool_call_id: `call_${i - 1}`, content: weather(i) },
+    ),
+  });
+  const quoted = JSON.stringify({ messages: [{ role: "user", content: 'say "yes", then "no"; '.repeat(1500) }] });
+  const large = new TextDecoder().decode(largeJsonWorkload("bytes").bodies[0] as Uint8Array);
+  const lines: string[] = ["| text | JSON.parse µs | with the key check µs | ratio |", "|---|---:|---:|---:|"];
+  for (const [name, text] of [
+    ["(a) chat body", chat],
+    ["(b) 128 KB JSON", large],
+    ["tool calls and results (JSON inside strings)", tools],
+    ["an escaped quote every 7 characters", quoted],
+  ] as const) {
+    const plain = await measure(() => JSON.parse(text));
+    const checked = await measure(() => parseJsonTextChecked(text));
+    lines.push(`| ${name}, ${(text.length / 1024).toFixed(0)} K characters | ${us(plain.medianUs)} | ${us(checked.medianUs)} | ${times(checked.medianUs / plain.medianUs)} |`);
+  }
+  return lines.join("\n");
+}
+
 const rows = await run();
 const title = `route() + release() per request; ${TIME_MS} ms per row; Node ${process.version}; ÷ stringify, ÷ parse = median / the baseline's median on the same bodies`;
-const report = `${title}\n\n${format(rows)}\n\n${goals(rows)}\n\nFloors (each part alone, same bodies):\n\n${await floors()}\n`;
+const report = `${title}\n\n${format(rows)}\n\n${goals(rows)}\n\nFloors (each part alone, same bodies):\n\n${await floors()}\n\nReading JSON text (the key check runs on Node.js 24 and later):\n\n${await parsing()}\n`;
 console.log(report);
 if (MARKDOWN !== undefined && MARKDOWN !== "") {
   writeFileSync(

@@ -8,13 +8,15 @@
  * bodies prefix-router re-serializes (canonical SageMaker bodies, tenant fields) would then go out
  * with a member renamed, and the routing input would differ between two runs of the same body.
  *
- * So: `JSON.parse` first (it validates, and its errors are the errors); a text with no escaped key
- * — nearly every body, and any without a backslash, found in one `indexOf` — returns that value.
- * A text with one is read again by {@link build}, which decodes every key and string on its own
- * (a string *value* in `JSON.parse` is not affected) and never looks up a transition.
- * Cost: the key check hops with `indexOf` from each string holding an escape to its end (O(length),
- * no allocation): nothing measurable on a 32 KB chat body whose escapes are newlines, +40% of
- * `JSON.parse`'s time when its text holds an escaped quote every 45 characters (one hop each).
+ * So, on V8 12.8 and later (and engines of unknown version): `JSON.parse` first (it validates, and
+ * its errors are the errors); a text with no escaped key — nearly every body, and any without a
+ * backslash, found in one `indexOf` — returns that value. A text with one is read again by
+ * {@link build}, which decodes every key and string on its own (a string *value* in `JSON.parse`
+ * is not affected) and never looks up a transition. Older V8 (Node.js 20, 22) skips the check.
+ * Cost of the check: it hops with `indexOf` from each string holding an escape to its end, one
+ * hop per escaped quote (O(length), no allocation) — nothing measurable on a chat body whose
+ * escapes are newlines, about 1.8× `JSON.parse` on a body of tool calls and results (JSON inside
+ * strings), 3× on text with an escaped quote every 7 characters (`npm run bench:micro`).
  */
 
 const QUOTE = 0x22;
@@ -24,8 +26,29 @@ const OPEN_OBJECT = 0x7b;
 const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 
+/**
+ * Whether a JSON.parse engine of this V8 version may misread escaped keys: from 12.8 (Node.js 24),
+ * and any engine whose version is unknown. Node.js 20 (V8 11.3) and 22 (12.4) parse them right and
+ * pay nothing for the check.
+ */
+export function keysNeedCheck(v8Version: string | undefined): boolean {
+  const match = v8Version === undefined ? null : /^(\d+)\.(\d+)\./.exec(v8Version);
+  if (match === null) return true;
+  const major = Number(match[1]);
+  return major > 12 || (major === 12 && Number(match[2]) >= 8);
+}
+
+/** Whether this runtime's `JSON.parse` gets the check. */
+export const CHECK_KEYS: boolean = keysNeedCheck((globalThis as { process?: { versions?: { v8?: string } } }).process?.versions?.v8);
+
 /** `JSON.parse(text)`, with object keys that carry escapes read right on every runtime. Throws what `JSON.parse` throws. */
 export function parseJsonText(text: string): unknown {
+  const value: unknown = JSON.parse(text);
+  return CHECK_KEYS && hasEscapedKey(text) ? build(text) : value;
+}
+
+/** The value of valid JSON `text` as {@link parseJsonText} reads it on a runtime that checks keys (what tests compare). */
+export function parseJsonTextChecked(text: string): unknown {
   const value: unknown = JSON.parse(text);
   return hasEscapedKey(text) ? build(text) : value;
 }
