@@ -43,11 +43,10 @@ export const CHECK_KEYS: boolean = keysNeedCheck((globalThis as { process?: { ve
 
 /** `JSON.parse(text)`, with object keys that carry escapes read right on every runtime. Throws what `JSON.parse` throws. */
 export function parseJsonText(text: string): unknown {
-  const value: unknown = JSON.parse(text);
-  return CHECK_KEYS && hasEscapedKey(text) ? build(text) : value;
+  return CHECK_KEYS ? parseJsonTextChecked(text) : JSON.parse(text);
 }
 
-/** The value of valid JSON `text` as {@link parseJsonText} reads it on a runtime that checks keys (what tests compare). */
+/** `JSON.parse(text)` checked for escaped keys, whatever the runtime: what {@link parseJsonText} does where the check is on (and what tests compare). */
 export function parseJsonTextChecked(text: string): unknown {
   const value: unknown = JSON.parse(text);
   return hasEscapedKey(text) ? build(text) : value;
