@@ -8,7 +8,7 @@
  * The base URL those clients use is never contacted: pass the same one as `baseURL` here and
  * every request under it goes to the target the router picks.
  */
-import { TARGET_HEADER, createRoutedFetch } from "prefix-router";
+import { TARGET_HEADER, createRoutedFetch } from "prefix-router/openai";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 
 const fleet = await startFleet({ instances: 7, timeScale: 0.01, defaultMaxTokens: 16 });

@@ -13,7 +13,7 @@
  * policy document from the second round on.
  */
 import OpenAI from "openai";
-import { getRouter, routeOpenAI } from "prefix-router";
+import { getRouter, routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 
 const urls = process.env.VLLM_URLS?.split(",").filter((u) => u.length > 0);

@@ -13,7 +13,8 @@
 import { PrometheusExporter } from "@opentelemetry/exporter-prometheus";
 import { MeterProvider } from "@opentelemetry/sdk-metrics";
 import OpenAI from "openai";
-import { getRouter, mergeStats, routeOpenAI } from "prefix-router";
+import { mergeStats } from "prefix-router";
+import { getRouter, routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 
 const exporter = new PrometheusExporter({ host: "127.0.0.1", port: 9464 }); // serves /metrics

@@ -3,12 +3,12 @@
  * range and the value received.
  */
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing-input.js";
+import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
-import type { EjectionPolicy } from "./target-state.js";
-import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./strategies/closed-loop.js";
+import type { EjectionPolicy } from "./router/target-state.js";
+import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./router/closed-loop.js";
 import {
   type LongestPrefixConfig,
   type LongestPrefixOptions,
@@ -17,10 +17,10 @@ import {
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
-import { type BackgroundConfig, resolveBackground } from "./background.js";
-import type { HealthCheckOptions } from "./health-check.js";
+import { type BackgroundConfig, resolveBackground } from "./background/background.js";
+import type { HealthCheckOptions } from "./background/health-check.js";
 import type { LoadViewOption } from "./load-view/options.js";
-import type { MembershipOptions } from "./membership.js";
+import type { MembershipOptions } from "./background/membership.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
 
@@ -149,6 +149,8 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
 export const DEFAULT_MODE: RoutingMode = "text";
 export const DEFAULT_PREFIX_LENGTH = 4096;
 export const DEFAULT_CONCURRENCY_THRESHOLD = 32;
+/** `concurrencyThreshold`'s range (SageMaker's). */
+export const CONCURRENCY_THRESHOLD_RANGE = Object.freeze({ min: 1, max: 1024 });
 export const DEFAULT_EJECTION: Readonly<Required<EjectionOptions>> = Object.freeze({
   consecutiveFailures: 5,
   baseEjectionMs: 30_000,
@@ -238,7 +240,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     strategy: checkStrategySpec<T>(o.strategy),
     mode: checkOneOf("mode", orDefault(o.mode, DEFAULT_MODE), ["text", "bytes"] as const),
     prefixLength: checkInteger("prefixLength", orDefault(o.prefixLength, DEFAULT_PREFIX_LENGTH), MIN_PREFIX_LENGTH, MAX_PREFIX_LENGTH),
-    concurrencyThreshold: checkInteger("concurrencyThreshold", orDefault(o.concurrencyThreshold, DEFAULT_CONCURRENCY_THRESHOLD), 1, 1024),
+    concurrencyThreshold: checkInteger("concurrencyThreshold", orDefault(o.concurrencyThreshold, DEFAULT_CONCURRENCY_THRESHOLD), CONCURRENCY_THRESHOLD_RANGE.min, CONCURRENCY_THRESHOLD_RANGE.max),
     seed: seedBig,
     random: o.random === undefined ? Math.random : checkFunction<() => number>("random", o.random),
     clock,

@@ -1,9 +1,9 @@
 /**
  * The router's public vocabulary: targets, requests, leases, decisions, stats. Types only.
  */
-import type { InputKind } from "./raw-prefix.js";
-import type { RoutingMode } from "./routing-input.js";
-import type { LatencySummary } from "./target-state.js";
+import type { InputKind } from "./routing/raw-prefix.js";
+import type { RoutingMode } from "./routing/routing-input.js";
+import type { LatencySummary } from "./router/target-state.js";
 import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */

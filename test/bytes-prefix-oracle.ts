@@ -5,7 +5,7 @@
  * (`parseJson` reads keys spelled with escapes right on every runtime, Node.js 24 included.)
  * Not a test file itself (vitest runs `*.test.ts` only).
  */
-import { parseJson } from "../src/canonical-json.js";
+import { parseJson } from "../src/routing/canonical-json.js";
 import { CANONICAL_MAX_DEPTH, RouterError } from "../src/errors.js";
 
 const encoder = new TextEncoder();

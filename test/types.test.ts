@@ -1,20 +1,5 @@
 import { describe, expectTypeOf, it } from "vitest";
-import {
-  createRouter,
-  isRouterError,
-  routingInput,
-  type Decision,
-  type Lease,
-  type PickKind,
-  type Ranking,
-  type RouteRequest,
-  type Router,
-  type RouterError,
-  type RouterErrorCode,
-  type RouterOptions,
-  type RouterStats,
-  type TargetSpec,
-} from "prefix-router";
+import { createRouter, isRouterError, routingInput, type Decision, type Lease, type PickKind, type Ranking, type RouteRequest, type Router, type RouterError, type RouterErrorCode, type RouterOptions, type RouterStats, type TargetSpec } from "prefix-router";
 
 interface Replica extends TargetSpec {
   readonly url: string;

@@ -3,7 +3,7 @@
  * decided from its content type, else from its first non-whitespace character, so CSV, images
  * and other raw bodies are never decoded, let alone parsed.
  */
-import { parseJson } from "../canonical-json.js";
+import { parseJson } from "../routing/canonical-json.js";
 import { RouterError } from "../errors.js";
 
 /** True for the four characters JSON allows between tokens (space, tab, LF, CR). */

@@ -17,7 +17,7 @@
  */
 import { createHmac } from "node:crypto";
 import { checkOneOf, describe } from "../internal/validate.js";
-import { validateTenant } from "../routing-key.js";
+import { validateTenant } from "../routing/routing-key.js";
 
 /** Whether tenants share the engines' prefix caches (`"none"`) or each gets its own (`"tenant"`, vLLM `cache_salt`). */
 export type TenantIsolation = "none" | "tenant";

@@ -28,7 +28,7 @@ import { adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
-import { createRouter } from "../router.js";
+import { createRouter } from "../router/router.js";
 import { withTargetCheck } from "../options.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
@@ -39,7 +39,7 @@ import { type OpenAITenantRequest, applyTenant } from "./tenant.js";
 import { type Base, type Relative, joinTarget, parseBase, relativeTo, validateOpenAITargets } from "./targets.js";
 import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
 
-// Kept for modules that import these types from here (src/demo/demo.ts); their home is ./types.ts.
+// Kept for modules that import these types from here (tools/demo/demo.ts); their home is ./types.ts.
 
 
 /**

@@ -2,7 +2,7 @@
  * Request bodies of the SageMaker adapter: read once into memory (so every attempt can resend
  * it), and their canonical JSON form for the wire.
  */
-import { canonicalize, parseJson } from "../canonical-json.js";
+import { canonicalize, parseJson } from "../routing/canonical-json.js";
 import { isRouterError } from "../errors.js";
 import { describe } from "../internal/validate.js";
 import { isJsonMediaType, mayBeJson } from "../adapter/json.js";

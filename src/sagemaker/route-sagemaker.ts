@@ -29,7 +29,7 @@ import { TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets, withTargetCheck } from "../options.js";
-import { createRouter } from "../router.js";
+import { createRouter } from "../router/router.js";
 import type { Lease, RouteRequest, Router } from "../types.js";
 import { prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";

@@ -4,7 +4,7 @@
  * targets only when nothing else is left. O(T) per decision; reads no request.
  */
 import type { PickContext, RoutingStrategy, StrategyPick } from "./strategy.js";
-import { inflightPerWeight } from "./fallback.js";
+import { inflightPerWeight } from "./helpers/fallback.js";
 
 /** The least-outstanding pick among `ctx.candidates`, excluding tried targets. */
 export function leastOutstandingPick(ctx: PickContext<{ id: string }>): StrategyPick {

@@ -18,13 +18,13 @@
  */
 import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
-import { alignById } from "./by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "./closed-loop.js";
-import { leastLoaded, inflightPerWeight } from "./fallback.js";
+import { alignById } from "./helpers/by-id.js";
+import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../router/closed-loop.js";
+import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
-import { twoChoiceFallback, twoChoiceSpill } from "./two-choices.js";
-import { splitKey } from "../rendezvous.js";
+import { twoChoiceFallback, twoChoiceSpill } from "./helpers/two-choices.js";
+import { splitKey } from "../routing/rendezvous.js";
 
 type Ctx = PickContext<{ id: string }>;
 

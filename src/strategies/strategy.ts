@@ -13,7 +13,7 @@
  *    hooks that run at the response's first byte and at the lease's release.
  */
 import type { PrefixIndexStats } from "./longest-prefix/blocks.js";
-import type { RoutingMode } from "../routing-input.js";
+import type { RoutingMode } from "../routing/routing-input.js";
 import type { Clock, LeaseOutcome, PickKind, ReleaseInfo, Strategy, TargetSpec } from "../types.js";
 
 /** A request as strategies see it, read and validated once by the router. */

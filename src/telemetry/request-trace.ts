@@ -8,7 +8,7 @@
  * body has been read, cancelled or has failed), or when the last attempt fails before any response.
  */
 import type * as Api from "@opentelemetry/api";
-import type { InputKind } from "../raw-prefix.js";
+import type { InputKind } from "../routing/raw-prefix.js";
 import type { Clock, Lease, LeaseOutcome, LeaseRecord, ReleaseInfo, TargetSpec } from "../types.js";
 import type { RequestFacts, RequestTrace, TextMapPropagatorLike } from "./telemetry.js";
 

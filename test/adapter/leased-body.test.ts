@@ -5,7 +5,8 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { type Lease, type LeaseOutcome, type ReleaseInfo, type Router, createRouter } from "prefix-router";
+import { type Lease, type ReleaseInfo, type Router, createRouter } from "prefix-router";
+import type { LeaseOutcome } from "../../src/types.js";
 import {
   type BodySource,
   LeasedBody,

@@ -7,7 +7,9 @@
 import { InvokeEndpointCommand, SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Decision, type Router, canonicalize, createRoutedFetch, createRouter, getRouter, isRouterError, routeOpenAI, routeSageMaker } from "prefix-router";
+import { type Decision, type Router, canonicalize, createRouter, isRouterError } from "prefix-router";
+import { createRoutedFetch, getRouter, routeOpenAI } from "prefix-router/openai";
+import { routeSageMaker } from "prefix-router/sagemaker";
 import { codeOf } from "../support.js";
 import { type LoopbackServer, chatBody, ok, startServer } from "./servers.js";
 

@@ -9,7 +9,9 @@
 import fc from "fast-check";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import { type Lease, type Router, type StrategySpec, TARGET_HEADER, boundedLoad, createRoutedFetch, createRouter, routeOpenAI } from "prefix-router";
+import { type Lease, type Router, boundedLoad, createRouter } from "prefix-router";
+import type { StrategySpec } from "../../src/strategies/strategy.js";
+import { TARGET_HEADER, createRoutedFetch, routeOpenAI } from "prefix-router/openai";
 import { useServer } from "./servers.js";
 
 const EIGHT = Array.from({ length: 8 }, (_, i) => ({ id: `t${i}` }));

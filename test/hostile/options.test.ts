@@ -7,18 +7,9 @@
 import { SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
 import OpenAI from "openai";
 import { describe, expect, it } from "vitest";
-import {
-  type FetchLike,
-  type OpenAITarget,
-  type RouterOptions,
-  type TargetSpec,
-  boundedLoad,
-  createRoutedFetch,
-  createRouter,
-  dnsTargets,
-  routeOpenAI,
-  routeSageMaker,
-} from "prefix-router";
+import { type RouterOptions, type TargetSpec, boundedLoad, createRouter, dnsTargets } from "prefix-router";
+import { type FetchLike, type OpenAITarget, createRoutedFetch, routeOpenAI } from "prefix-router/openai";
+import { routeSageMaker } from "prefix-router/sagemaker";
 
 /** A fetch that must never be called. */
 const noFetch: FetchLike = () => {

@@ -8,7 +8,7 @@ import { InvokeEndpointCommand, InvokeEndpointWithResponseStreamCommand, SageMak
 import { EventStreamCodec } from "@smithy/core/event-streams";
 import { fromUtf8, toUtf8 } from "@smithy/core/serde";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { routeSageMaker } from "prefix-router";
+import { routeSageMaker } from "prefix-router/sagemaker";
 import { type Behaviour, type LoopbackServer, partialStatusThenReset, redirect, startServer } from "./servers.js";
 
 let server: LoopbackServer;

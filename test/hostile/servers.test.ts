@@ -7,7 +7,8 @@
  */
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { MAX_REDIRECTS, type RoutedRequestInfo, type Router, createRoutedFetch, getRouter, isRouterError, routeOpenAI } from "prefix-router";
+import { type Router, isRouterError } from "prefix-router";
+import { MAX_REDIRECTS, type RoutedRequestInfo, createRoutedFetch, getRouter, routeOpenAI } from "prefix-router/openai";
 import {
   type Behaviour,
   type LoopbackServer,

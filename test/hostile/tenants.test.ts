@@ -5,7 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createRoutedFetch, createRouter, isRouterError } from "prefix-router";
+import { createRouter, isRouterError } from "prefix-router";
+import { createRoutedFetch } from "prefix-router/openai";
 import { codeOf } from "../support.js";
 import { chatBody, useServer } from "./servers.js";
 

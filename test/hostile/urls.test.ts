@@ -5,7 +5,8 @@
  */
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type OpenAITarget, createRoutedFetch, isRouterError, routeOpenAI } from "prefix-router";
+import { isRouterError } from "prefix-router";
+import { type OpenAITarget, createRoutedFetch, routeOpenAI } from "prefix-router/openai";
 import { type LoopbackServer, chatBody, ok, startServer } from "./servers.js";
 
 let target: LoopbackServer;

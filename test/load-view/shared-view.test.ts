@@ -5,8 +5,9 @@
  * whenever the view says its figures are not fresh. Also: option validation.
  */
 import { describe, expect, it } from "vitest";
-import { type LoadView, type LoadViewStats, type TargetSpec, createRouter, isRouterError } from "prefix-router";
-import { Rng } from "prefix-router/bench";
+import { type LoadView, type TargetSpec, createRouter, isRouterError } from "prefix-router";
+import type { LoadViewStats } from "../../src/types.js";
+import { Rng } from "../../tools/sim/random.js";
 
 /** A view whose figures the test sets. */
 class FixedView implements LoadView {

@@ -6,15 +6,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
-import {
-  type OpenAITarget,
-  type RoutedRequestInfo,
-  type RouteOpenAIOptions,
-  TARGET_HEADER,
-  createRoutedFetch,
-  getRouter,
-  routeOpenAI,
-} from "prefix-router";
+import { type OpenAITarget, type RoutedRequestInfo, type RouteOpenAIOptions, TARGET_HEADER, createRoutedFetch, getRouter, routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 const INSTANCES = 7;

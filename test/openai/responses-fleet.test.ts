@@ -7,7 +7,8 @@ import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, streamText } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRoutedFetch, getRouter, isRouterError, routeOpenAI, type OpenAITarget, type RoutedRequestInfo } from "prefix-router";
+import { isRouterError } from "prefix-router";
+import { createRoutedFetch, getRouter, routeOpenAI, type OpenAITarget, type RoutedRequestInfo } from "prefix-router/openai";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 const INSTANCE_HEADER = "x-prefix-router-instance";

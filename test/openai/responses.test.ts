@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_RESPONSE_AFFINITY, createRoutedFetch, type FetchLike, type RoutedRequestInfo } from "prefix-router";
+import { DEFAULT_RESPONSE_AFFINITY, createRoutedFetch, type FetchLike, type RoutedRequestInfo } from "prefix-router/openai";
 import { TopLevelId, responsesCall } from "../../src/openai/responses.js";
 import { FakeClock, splitAt } from "../support.js";
 

@@ -6,14 +6,8 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import {
-  type FetchLike,
-  type OpenAITarget,
-  type RoutedRequestInfo,
-  TARGET_HEADER,
-  createRoutedFetch,
-  isRouterError,
-} from "prefix-router";
+import { isRouterError } from "prefix-router";
+import { type FetchLike, type OpenAITarget, type RoutedRequestInfo, TARGET_HEADER, createRoutedFetch } from "prefix-router/openai";
 
 const targets: OpenAITarget[] = [
   { id: "a", baseURL: "http://a.test:8000/v1" },

@@ -7,7 +7,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FetchLike, type OpenAITarget, type RouteOpenAIOptions, routeOpenAI } from "prefix-router";
+import { type FetchLike, type OpenAITarget, type RouteOpenAIOptions, routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 let fleet: LiveFleet;

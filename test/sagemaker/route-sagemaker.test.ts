@@ -21,7 +21,9 @@ import {
 import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-sagemaker-runtime";
 import type { FinalizeRequestMiddleware, SerializeMiddleware } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { canonicalize, getRouter, isRouterError, routeSageMaker as routeSageMakerFromRoot } from "prefix-router";
+import { canonicalize, isRouterError } from "prefix-router";
+import { getRouter } from "prefix-router/openai";
+import { routeSageMaker as routeSageMakerFromRoot } from "prefix-router/sagemaker";
 import { type RouteSageMakerOptions, type SageMakerTarget, routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_MODEL, type FaultKnobs, type LiveFleet, startFleet } from "prefix-router/fleet";
 

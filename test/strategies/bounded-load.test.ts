@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_BOUNDED_LOAD, boundedLoad, createRouter, type Lease } from "prefix-router";
+import { boundedLoad, createRouter, type Lease, DEFAULTS } from "prefix-router";
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `t${i}` }));
 const hot = { model: "m", messages: [{ role: "system", content: "hot prefix ".repeat(500) }, { role: "user", content: "q" }] };
@@ -59,7 +59,7 @@ describe("boundedLoad", () => {
   });
 
   it("validates its options, naming the option, the range and the value", () => {
-    expect(DEFAULT_BOUNDED_LOAD).toEqual({ loadFactor: 1.25, loadWindow: 4096 });
+    expect(DEFAULTS.boundedLoad).toEqual({ loadFactor: 1.25, loadWindow: 4096 });
     expect(() => boundedLoad("prefix-aware", { loadFactor: 0.5 })).toThrow("Expected `boundedLoad options.loadFactor` to be a number from 1 to 100, got 0.5");
     expect(() => boundedLoad("prefix-aware", { loadWindow: 0 })).toThrow("Expected `boundedLoad options.loadWindow` to be an integer from 1 to 1000000, got 0");
     expect(() => boundedLoad("prefix-aware", null as never)).toThrow("Expected `boundedLoad options` to be an object, got null");

@@ -1,13 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  STRATEGIES,
-  createRouter,
-  type Commitment,
-  type PickContext,
-  type RoutingStrategy,
-  type StrategyPick,
-  type TargetSpec,
-} from "prefix-router";
+import { STRATEGIES, createRouter, type Commitment, type PickContext, type RoutingStrategy, type StrategyPick, type TargetSpec } from "prefix-router";
 import { FakeClock } from "../support.js";
 
 interface ZonedTarget extends TargetSpec {

@@ -11,7 +11,9 @@ import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, Periodic
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import OpenAI from "openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { type OpenAITarget, type TelemetryOptions, createRouter, routeOpenAI, routeSageMaker } from "prefix-router";
+import { type TelemetryOptions, createRouter } from "prefix-router";
+import { type OpenAITarget, routeOpenAI } from "prefix-router/openai";
+import { routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 let fleet: LiveFleet;

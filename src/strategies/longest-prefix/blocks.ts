@@ -22,7 +22,7 @@
  * held block — ≈ 24.5 bytes per block when full (measured: test/strategies/longest-prefix/
  * blocks.test.ts; with lru-cache's `Map` it was ≈ 52).
  */
-import { IntLru } from "../../internal/int-lru.js";
+import { IntLru } from "./int-lru.js";
 
 /** TTL resolution: an entry's age is measured in `ttlMs / TTL_UNITS`. */
 const TTL_UNITS = 1024;

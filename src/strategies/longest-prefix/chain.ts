@@ -25,9 +25,9 @@
  * non-ASCII text costs ~25 µs per 32 KB (more than everything else).
  */
 import { writeU32 } from "../../internal/bytes.js";
-import { PrefixWriter } from "../../internal/prefix-writer.js";
-import { xxh32 } from "../../internal/xxh32.js";
-import { type RoutingMode, writeBytesInput, writeTextInput } from "../../routing-input.js";
+import { PrefixWriter } from "../../routing/prefix-writer.js";
+import { xxh32 } from "./xxh32.js";
+import { type RoutingMode, writeBytesInput, writeTextInput } from "../../routing/routing-input.js";
 
 /** The xxHash function the chain's first seed needs (xxhash-wasm's raw API). */
 export interface XXHashAPI {

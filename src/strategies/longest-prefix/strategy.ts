@@ -33,12 +33,12 @@
  * Decision cost: hashing O(input) + O(T log n) index probes + T rendezvous scores (+ T anchor
  * scores and O(T) scans for a low-match request); commit: O(n) LRU updates and O(T) share counts.
  */
-import type { RoutingMode } from "../../routing-input.js";
+import type { RoutingMode } from "../../routing/routing-input.js";
 import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
-import { alignById } from "../by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../closed-loop.js";
-import { leastLoaded } from "../fallback.js";
+import { alignById } from "../helpers/by-id.js";
+import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../../router/closed-loop.js";
+import { leastLoaded } from "../helpers/fallback.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";

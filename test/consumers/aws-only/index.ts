@@ -1,6 +1,7 @@
 // ESM: the SageMaker side, with the AWS SDK installed and no openai.
 import { InvokeEndpointCommand, SageMakerRuntimeClient } from "@aws-sdk/client-sagemaker-runtime";
-import { createRouter, routeSageMaker as fromRoot } from "prefix-router";
+import { createRouter } from "prefix-router";
+import { routeSageMaker as fromRoot } from "prefix-router/sagemaker";
 import { PREFIX_AWARE_ID_HEADER, type SageMakerTarget, getRouter, routeSageMaker } from "prefix-router/sagemaker";
 import { startFleet } from "prefix-router/fleet";
 

@@ -1,6 +1,8 @@
 // ESM: every entry point an OpenAI user may import, with openai installed and no AWS SDK.
 import OpenAI from "openai";
-import { type RouterStats, canonicalize, createRouter, routeOpenAI as fromRoot, routeSageMaker } from "prefix-router";
+import { type RouterStats, canonicalize, createRouter } from "prefix-router";
+import { routeOpenAI as fromRoot } from "prefix-router/openai";
+import { routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_RESPONSE_AFFINITY, type OpenAITarget, type RoutedRequestInfo, createRoutedFetch, getRouter, routeOpenAI } from "prefix-router/openai";
 import { startFleet } from "prefix-router/fleet";
 import { runBenchmark } from "prefix-router/bench";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import xxhash from "xxhash-wasm";
 import { describe, expect, it } from "vitest";
-import { textPrefix } from "../../../src/routing-input.js";
+import { textPrefix } from "../../../src/routing/routing-input.js";
 import { type BlockChain, ChainHasher } from "../../../src/strategies/longest-prefix/chain.js";
 import { oracleBytesPrefix } from "../../bytes-prefix-oracle.js";
 import { jsonText } from "../../json-texts.js";

@@ -1,18 +1,8 @@
 import fc from "fast-check";
 import xxhash from "xxhash-wasm";
 import { describe, expect, it } from "vitest";
-import { writeUtf16le } from "../../../src/internal/prefix-writer.js";
-import {
-  DEFAULT_LONGEST_PREFIX,
-  STRATEGIES,
-  createRouter,
-  routingInput,
-  type Lease,
-  type LongestPrefixOptions,
-  type Router,
-  type RouterOptions,
-  type TargetSpec,
-} from "prefix-router";
+import { writeUtf16le } from "../../../src/routing/prefix-writer.js";
+import { STRATEGIES, createRouter, routingInput, type Lease, type LongestPrefixOptions, type Router, type RouterOptions, type TargetSpec, DEFAULTS } from "prefix-router";
 import { FakeClock } from "../../support.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -95,7 +85,7 @@ const blocksOf = (router: Router, id: string) => router.stats().prefixIndex?.tar
 describe("options", () => {
   it("is a strategy with documented defaults", async () => {
     expect(STRATEGIES).toContain("longest-prefix");
-    expect(DEFAULT_LONGEST_PREFIX).toEqual({
+    expect(DEFAULTS.longestPrefix).toEqual({
       maxInputLength: 65_536,
       blockSize: 256,
       capacityBlocks: 16_384,
@@ -104,7 +94,7 @@ describe("options", () => {
       loadWindow: 4096,
       exclusive: false,
     });
-    expect(Object.isFrozen(DEFAULT_LONGEST_PREFIX)).toBe(true);
+    expect(Object.isFrozen(DEFAULTS.longestPrefix)).toBe(true);
     const router = await lp(ids(2));
     expect(router.strategy).toBe("longest-prefix");
     expect(router.stats().prefixIndex).toEqual({

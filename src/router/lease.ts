@@ -1,0 +1,72 @@
+/**
+ * A lease: a pick held until released. While held it counts as in flight on its target.
+ * `release()` runs exactly once, whatever ends the request (success, error, abort, end of
+ * stream), and does nothing when called again (grpc-js `onCallStarted`/`onCallEnded`).
+ */
+import { checkRelease } from "./call-checks.js";
+import type { InputKind } from "../routing/raw-prefix.js";
+import { hexKey } from "../internal/hex.js";
+import type { Commitment } from "../strategies/strategy.js";
+import type { TargetState } from "./target-state.js";
+import type { Lease, LeaseOutcome, LeaseRecord, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
+
+/** What a lease reports back to its router. */
+export interface LeaseOwner {
+  now(): number;
+  finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void;
+}
+
+export class RouterLease<T extends TargetSpec> implements Lease<T> {
+  private done = false;
+  private firstByteSeen = false;
+  /** Time to the first byte, ms; `null` before it. */
+  ttftMs: number | null = null;
+
+  constructor(
+    private readonly owner: LeaseOwner,
+    readonly target: T,
+    private readonly state: TargetState,
+    readonly kind: PickKind,
+    readonly rank: number,
+    /** The request's model, for telemetry. */
+    readonly model: string | undefined,
+    /** The routing key as the strategy gave it. */
+    readonly rawKey: bigint | undefined,
+    readonly attempt: number,
+    readonly startMs: number,
+    readonly predictedCachedTokens: number | undefined,
+    /** The strategy's hooks for this pick (`longest-prefix`: the prefill it queued). */
+    private readonly commitment: Commitment | undefined,
+    readonly input: InputKind = "canonical",
+  ) {}
+
+  /** Formatted when read: most leases are never asked for their key. */
+  get key(): string | undefined {
+    return hexKey(this.rawKey);
+  }
+
+  get released(): boolean {
+    return this.done;
+  }
+
+  toJSON(): LeaseRecord<T> {
+    const { target, kind, rank, key, attempt, predictedCachedTokens, input, released } = this;
+    return { target, kind, rank, key, attempt, predictedCachedTokens, input, released };
+  }
+
+  firstByte(): void {
+    if (this.firstByteSeen || this.done) return;
+    this.firstByteSeen = true;
+    this.commitment?.firstByte?.();
+    this.ttftMs = this.owner.now() - this.startMs;
+    this.state.recordTtft(this.ttftMs);
+  }
+
+  release(outcome: LeaseOutcome = "success", info?: ReleaseInfo): void {
+    checkRelease(outcome, info);
+    if (this.done) return;
+    this.done = true;
+    this.commitment?.release?.(outcome, this.firstByteSeen, info);
+    this.owner.finish(this as RouterLease<TargetSpec>, this.state, outcome, info);
+  }
+}

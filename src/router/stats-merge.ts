@@ -1,0 +1,107 @@
+/**
+ * Merging {@link RouterStats} of several router processes (application replicas that each embed
+ * a router) into the stats of one router that saw all their requests: counters add, latency
+ * histograms add (HDR histograms of the same layout add exactly), then shares, rates and
+ * percentiles are derived again. The merged percentiles are those of one process that recorded
+ * every sample; the merged `max` is the largest exact maximum.
+ */
+import { decodeFromCompressedBase64 } from "hdr-histogram-js";
+import { describe } from "../internal/validate.js";
+import { SUMMED, deriveRates, emptyTotals } from "./stats.js";
+import type { PrefixIndexStats } from "../strategies/longest-prefix/blocks.js";
+import { type LatencySummary, addInto, summarize } from "./target-state.js";
+import type { RouterStats, TargetStats } from "../types.js";
+
+/**
+ * The stats of several routers (their `router.stats()`, typically collected as JSON from each
+ * process) as one router's. Targets are matched by id: a target is active or ejected if it is in
+ * any process; in flight and every counter add up; `share`, the rates and the latency
+ * percentiles are computed from the sums. With `longest-prefix`, the index sizes add up too
+ * (each process keeps its own index).
+ *
+ * @example
+ * const fleetWide = mergeStats(await Promise.all(replicas.map((r) => r.fetchStatsJson())));
+ * fleetWide.totals.ttftMs?.p99;
+ */
+export function mergeStats(parts: readonly RouterStats[]): RouterStats {
+  if (!Array.isArray(parts)) throw new TypeError(`Expected \`mergeStats\` to get an array of router stats, got ${describe(parts)}`);
+  const byId = new Map<string, TargetStats[]>();
+  const totals = emptyTotals();
+  const ttft: (LatencySummary | null)[] = [];
+  const duration: (LatencySummary | null)[] = [];
+  const indexes: PrefixIndexStats[] = [];
+  parts.forEach((part, i) => {
+    if (part === null || typeof part !== "object" || !Array.isArray(part.targets) || part.totals === undefined) {
+      throw new TypeError(`Expected \`mergeStats\`'s item ${i} to be router stats ({ targets, totals }), got ${describe(part)}`);
+    }
+    for (const t of part.targets) {
+      const list = byId.get(t.id);
+      if (list === undefined) byId.set(t.id, [t]);
+      else list.push(t);
+    }
+    for (const k of SUMMED) totals[k] += part.totals[k] ?? 0;
+    ttft.push(part.totals.ttftMs);
+    duration.push(part.totals.durationMs ?? null);
+    if (part.prefixIndex !== undefined) indexes.push(part.prefixIndex);
+  });
+  deriveRates(totals);
+  totals.ttftMs = mergeLatency(ttft);
+  totals.durationMs = mergeLatency(duration);
+  const targets = [...byId.values()].map((list) => mergeTarget(list, totals.routed));
+  return indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+}
+
+/** One target's stats from several processes. */
+function mergeTarget(list: readonly TargetStats[], routed: number): TargetStats {
+  const first = list[0] as TargetStats;
+  const out = { id: first.id, active: list.some((t) => t.active) } as TargetStats;
+  for (const k of SUMMED) out[k] = list.reduce((sum, t) => sum + (t[k] ?? 0), 0);
+  out.share = routed === 0 ? 0 : out.routed / routed;
+  deriveRates(out);
+  const until = list.map((t) => t.ejectedUntilMs).filter((ms): ms is number => ms !== null);
+  out.ejected = list.some((t) => t.ejected);
+  out.ejectedUntilMs = until.length === 0 ? null : Math.max(...until);
+  out.failingHealthCheck = list.some((t) => t.failingHealthCheck);
+  out.ttftMs = mergeLatency(list.map((t) => t.ttftMs));
+  out.durationMs = mergeLatency(list.map((t) => t.durationMs));
+  return out;
+}
+
+/**
+ * Latency summaries of several processes as one: their histograms added, percentiles read from
+ * the sum and capped at the largest exact maximum. `null` when none has a sample.
+ */
+export function mergeLatency(parts: readonly (LatencySummary | null | undefined)[]): LatencySummary | null {
+  let sum;
+  let maxMicros = 0;
+  for (const p of parts) {
+    if (p === null || p === undefined || p.count === 0) continue;
+    if (typeof p.histogram !== "string") {
+      throw new TypeError(`Expected a latency summary's \`histogram\` to be a string (router.stats() output), got ${describe(p.histogram)}`);
+    }
+    sum = addInto(sum, decodeFromCompressedBase64(p.histogram));
+    maxMicros = Math.max(maxMicros, Math.round(p.max * 1000));
+  }
+  return summarize(sum, maxMicros);
+}
+
+/** Several processes' prefix indexes: sizes add up per target. */
+function mergeIndexes(indexes: readonly PrefixIndexStats[]): PrefixIndexStats {
+  const targets = new Map<string, { id: string; blocks: number; queuedBlocks: number }>();
+  let blocks = 0;
+  let estimatedBytes = 0;
+  for (const index of indexes) {
+    blocks += index.blocks;
+    estimatedBytes += index.estimatedBytes;
+    for (const t of index.targets) {
+      const sum = targets.get(t.id);
+      if (sum === undefined) targets.set(t.id, { ...t });
+      else {
+        sum.blocks += t.blocks;
+        sum.queuedBlocks += t.queuedBlocks;
+      }
+    }
+  }
+  const capacityBlocks = Math.max(...indexes.map((i) => i.capacityBlocks));
+  return { blocks, capacityBlocks, estimatedBytes, targets: [...targets.values()] };
+}

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../../../tools/demo/demo.js";
+import { formatDemoTable, runDemoCommand, summaryLine } from "../../../tools/demo/cli.js";
+
+const small = { requests: 42, documents: 14, timeScale: 0.05, ratePerSecond: 20 } as const;
+
+describe("demo workload", () => {
+  it("is deterministic for a seed and asks every document the same number of questions", () => {
+    const options = { ...small, instances: 7, documentTokens: 2000, maxTokens: 8, seed: 3 };
+    const a = demoWorkload(options);
+    const b = demoWorkload(options);
+    expect(a).toEqual(b);
+    expect(a).toHaveLength(42);
+    const perDoc = new Map<string, number>();
+    for (const r of a) {
+      const system = r.body.messages[0]!.content;
+      expect(system.length).toBeGreaterThan(7000);
+      perDoc.set(system, (perDoc.get(system) ?? 0) + 1);
+    }
+    expect([...perDoc.values()]).toEqual(Array(14).fill(3));
+    expect(a.every((r, i) => i === 0 || r.arrivalMs >= a[i - 1]!.arrivalMs)).toBe(true);
+    expect(demoWorkload({ ...options, seed: 4 })).not.toEqual(a);
+  });
+});
+
+describe("demo end to end (live fleet, real openai client)", () => {
+  it("prefix-aware routing finds far more cached tokens than random, and no lease leaks", async () => {
+    const rows = await runDemo({ ...small, strategies: ["random", "prefix-aware"], documentTokens: 2000, maxTokens: 8 });
+    expect(rows.map((r) => r.strategy)).toEqual(["random", "prefix-aware"]);
+    const [random, prefix] = rows as [(typeof rows)[0], (typeof rows)[0]];
+    for (const r of rows) {
+      expect(r.inflightAfter).toBe(0);
+      expect(r.requests).toBe(42);
+      expect(r.ttftP50Ms).toBeGreaterThan(0);
+      expect(r.ttftP90Ms).toBeGreaterThanOrEqual(r.ttftP50Ms);
+      expect(r.minShare).toBeLessThanOrEqual(r.maxShare);
+      expect(r.routerOverheadUs).toBeGreaterThan(0);
+    }
+    // 3 questions per document: prefix-aware can reuse the document on 2 of 3 (≈ 2/3 of tokens).
+    expect(prefix.tokenHitRate).toBeGreaterThan(0.55);
+    expect(prefix.tokenHitRate).toBeGreaterThan(random.tokenHitRate + 0.2);
+    const table = formatDemoTable(rows);
+    expect(table).toContain("prefix-aware");
+    expect(table.split("\n")).toHaveLength(4);
+    expect(summaryLine(rows)).toMatch(/^prefix-aware vs random: P50 TTFT/);
+  });
+
+  it("runs every strategy and longest-prefix with exclusive: true by default", () => {
+    expect(DEMO_STRATEGIES).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix", "longest-prefix:exclusive"]);
+    expect(demoRouterOptions("longest-prefix")).toEqual({ strategy: "longest-prefix" });
+    expect(demoRouterOptions("longest-prefix:exclusive")).toEqual({ strategy: "longest-prefix", longestPrefix: { exclusive: true } });
+  });
+
+  it("the CLI prints JSON rows and rejects unknown strategies", async () => {
+    const out: string[] = [];
+    const io = { out: (l: string) => out.push(l), err: () => {}, untilStopped: () => Promise.resolve() };
+    const code = await runDemoCommand(
+      ["--requests", "14", "--documents", "7", "--time-scale", "0.05", "--strategies", "prefix-aware,longest-prefix:exclusive", "--json"],
+      io,
+    );
+    expect(code).toBe(0);
+    const rows = JSON.parse(out.join("\n")) as { strategy: string; inflightAfter: number }[];
+    expect(rows).toMatchObject([
+      { strategy: "prefix-aware", inflightAfter: 0 },
+      { strategy: "longest-prefix:exclusive", inflightAfter: 0 },
+    ]);
+    await expect(runDemoCommand(["--strategies", "round-robin"], io)).rejects.toThrow(/unknown strategy "round-robin"/);
+  });
+});

@@ -1,0 +1,17 @@
+/**
+ * `prefix-router/fleet`: an emulated fleet of vLLM-like inference servers with a real
+ * prefix-cache model, live over HTTP (`startFleet`) or in virtual time (`VirtualFleet`).
+ * See docs/fleet.md.
+ */
+
+export { DEFAULT_MODEL, startFleet } from "./live.js";
+export type { LiveFleet, LiveInstance, StartFleetOptions } from "./live.js";
+export { DEFAULT_ENGINE_CONFIG } from "./config.js";
+export type { EngineConfig } from "./config.js";
+export { DEFAULT_FAULTS } from "./faults.js";
+export type { FaultKnobs } from "./faults.js";
+export { VirtualFleet } from "./virtual.js";
+export type { InstanceStats, VirtualCallbacks, VirtualFleetOptions, VirtualRequest } from "./virtual.js";
+export type { VirtualResult } from "./engine.js";
+export { FleetError, isFleetError } from "./errors.js";
+export type { FleetErrorCode } from "./errors.js";
