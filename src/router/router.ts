@@ -138,7 +138,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     private readonly hasher: KeyHasher,
     private readonly impl: RoutingStrategy<T>,
     /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
-    private readonly rendezvous: PrefixAware,
+    private readonly defaultRanking: Pick<PrefixAware, "read" | "rank">,
     private readonly events: RouterEvents,
     /** Load view, membership and health checks (background.ts). */
     private readonly background: Background<T>,
@@ -265,8 +265,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     if (this.impl.rank !== undefined) {
       ranking = this.impl.rank(view, this.inputOf(prepared));
     } else {
-      prepared.rankingKey ??= this.readInput(prepared, (p) => this.rendezvous.read(p));
-      ranking = this.rendezvous.rank(view, prepared.rankingKey);
+      prepared.rankingKey ??= this.readInput(prepared, (p) => this.defaultRanking.read(p));
+      ranking = this.defaultRanking.rank(view, prepared.rankingKey);
     }
     return { key: hexKey(ranking.key), targets: ranking.order.map((i) => snap.targets[i] as T) };
   }

@@ -1,8 +1,9 @@
 /**
  * What `npm publish` would upload: no source maps, no file that no entry point reaches, every
- * bare import a declared dependency or peer (bundled code stays bundled), under 250 kB packed.
+ * bare import a declared dependency or peer (bundled code stays bundled), under 300 kB packed;
+ * and readable: the library's files are not minified, so an uncaught error shows a short line.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { dirname, join, normalize } from "node:path";
@@ -16,6 +17,7 @@ interface Packed {
 }
 
 interface Manifest {
+  name: string;
   main: string;
   module: string;
   types: string;
@@ -25,7 +27,10 @@ interface Manifest {
   peerDependencies: Record<string, string>;
 }
 
-const MAX_PACKED_BYTES = 250_000;
+/** Unminified library code (readable stack traces) in ESM and CommonJS, the tools in ESM, declarations. */
+const MAX_PACKED_BYTES = 300_000;
+/** The longest line allowed in what the library's entry points load. */
+const MAX_LINE = 400;
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
 let packed: Packed;
 
@@ -81,7 +86,8 @@ describe("the published package", () => {
   });
 
   it("imports at run time only Node.js built-ins, its dependencies and its optional peers", () => {
-    const allowed = new Set([...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)]);
+    // The tools import the library through the package's own name (`prefix-router`, `/openai`, …).
+    const allowed = new Set([manifest.name, ...Object.keys(manifest.dependencies), ...Object.keys(manifest.peerDependencies)]);
     const builtins = new Set(builtinModules);
     const strays = new Set<string>();
     for (const { path } of packed.files) {
@@ -94,5 +100,36 @@ describe("the published package", () => {
     }
     // eventsource-parser is bundled: it must not appear here.
     expect([...strays]).toEqual([]);
+  });
+
+  it(`loads no line over ${MAX_LINE} characters from the library's entry points`, () => {
+    const entries = ["dist/index.js", "dist/index.cjs", "dist/openai/index.js", "dist/openai/index.cjs", "dist/sagemaker/index.js", "dist/sagemaker/index.cjs"];
+    const seen = new Set<string>();
+    const queue = [...entries];
+    const long: string[] = [];
+    while (queue.length > 0) {
+      const file = queue.pop()!;
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const text = readFileSync(join(ROOT, file), "utf8");
+      text.split("\n").forEach((line, i) => {
+        if (line.length > MAX_LINE) long.push(`${file}:${i + 1} (${line.length} characters)`);
+      });
+      for (const spec of specifiers(text)) if (spec.startsWith(".")) queue.push(normalize(join(dirname(file), spec)));
+    }
+    expect(seen.size).toBeGreaterThan(entries.length);
+    expect(long).toEqual([]);
+  });
+
+  it.each([
+    ["ESM", "--input-type=module", `import { createRouter } from ${JSON.stringify(join(ROOT, "dist/index.js"))}; await createRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 });`],
+    ["CommonJS", "--input-type=commonjs", `require(${JSON.stringify(join(ROOT, "dist/index.cjs"))}).createRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 }).catch((e) => { setImmediate(() => { throw e; }); });`],
+  ])("an uncaught bad-option error prints its message in a few short lines (%s)", (_, inputType, code) => {
+    const r = spawnSync(process.execPath, [inputType, "-e", code], { encoding: "utf8" });
+    expect(r.status).not.toBe(0);
+    const lines = r.stderr.trimEnd().split("\n");
+    expect(r.stderr).toContain("RangeError: Expected `concurrencyThreshold` to be an integer from 1 to 1024, got 0");
+    expect(lines.length).toBeLessThan(15);
+    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(MAX_LINE);
   });
 });
