@@ -4,7 +4,7 @@
  * Only the random strategy runs — the calibration target (AWS's ~25% for random) must not
  * depend on the strategy under test.
  *
- *   npx tsx bench/calibrate-long-context.ts [documents,...] [zipf,...]
+ *   npx tsx microbench/calibrate-long-context.ts [documents,...] [zipf,...]
  */
 import { runBenchmark } from "prefix-router/bench";
 import { longContextWorkload } from "../tools/bench/workloads-single-turn.js";

@@ -2,7 +2,7 @@
  * Replays 10,000 requests with 10,000-token prompts through 7 virtual instances and prints the
  * wall-clock time: the speed requirement of the virtual fleet (well under a minute).
  *
- *   npx tsx bench/fleet-virtual.ts [requests=10000] [promptTokens=10000] [instances=7]
+ *   npx tsx microbench/fleet-virtual.ts [requests=10000] [promptTokens=10000] [instances=7]
  *
  * Workload: 20 shared 8,000-token documents (a RAG/support-assistant shape) each followed by a
  * unique question, 200 output tokens, Poisson arrivals at 5 requests/s, each request sent to

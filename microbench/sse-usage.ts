@@ -3,9 +3,9 @@
  * server-sent-events body costs per stream, beside `TextDecoder` alone (the floor any framing
  * pays: the bytes must be decoded to be read).
  *
- *   npx tsx bench/sse-usage.ts                            # the scanner in src/adapter/usage.ts
- *   npx tsx bench/sse-usage.ts --usage=path/to/usage.ts   # another build of it (a baseline)
- *   npx tsx bench/sse-usage.ts --time=2000
+ *   npx tsx microbench/sse-usage.ts                            # the scanner in src/adapter/usage.ts
+ *   npx tsx microbench/sse-usage.ts --usage=path/to/usage.ts   # another build of it (a baseline)
+ *   npx tsx microbench/sse-usage.ts --time=2000
  *
  * Streams (each scanned whole, as the OpenAI adapter sees them):
  *   (a) chat completions, 512 tokens, one event per token, then the usage chunk and [DONE],

@@ -10,7 +10,7 @@
  * multiplies per 4 bytes, so ≈ 2 bytes per cycle is its ceiling in any language).
  *
  * Results are equal to xxhash-wasm's `h32Raw(input, seed)` for every input and seed
- * (test/internal/xxh32.test.ts checks known answers and random inputs against it).
+ * (test/strategies/longest-prefix/xxh32.test.ts checks known answers and random inputs against it).
  */
 
 const P1 = 0x9e3779b1 | 0;

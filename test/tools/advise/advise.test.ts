@@ -1,5 +1,5 @@
 /**
- * The advisor on logs with known drift (test/advise/logs.ts): it names the kind, field and
+ * The advisor on logs with known drift (test/tools/advise/logs.ts): it names the kind, field and
  * position of each drift, prices it close to what the virtual fleet measures once the drift is
  * removed, reports key-order differences as handled, and finds nothing in a clean log.
  */
