@@ -12,7 +12,9 @@
  * `leaseTtlMs / 3`, a full write of this process's counts that renews
  * its heartbeat and reaps processes whose heartbeat expired. A write that fails (or is refused
  * because this process was reaped, or Redis restarted empty) makes the next one full, so the
- * counts heal by themselves. A decision never waits: it reads the last total.
+ * counts heal by themselves. One loop sends the calls, one after the other, for as long as
+ * changes keep coming: its memory does not grow with the number of round trips. A decision never
+ * waits: it reads the last total.
  *
  * Down or slow Redis: commands fail fast (no offline queue), the total goes stale after
  * `staleAfterMs` and the router uses its local view; this view reconnects on its own timers
@@ -67,9 +69,11 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private processes = 1;
   private position = 0;
   private needFull = true;
-  private inFlight = false;
-  private again = false;
+  /** The send loop runs (one call out, or about to be). */
+  private running = false;
   private queued = false;
+  /** `refresh()` callers waiting for the next call to settle. */
+  private waiters: (() => void)[] = [];
   private healthy = false;
   private warned = false;
   private closed = false;
@@ -118,7 +122,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.on("ready", () => {
       this.reconnectDelayMs = 50;
       this.needFull = true;
-      void this.flush();
+      this.flush();
     });
     this.connect();
     this.loop.start();
@@ -189,11 +193,15 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
 
   /**
    * One round trip now: the pending deltas (or a full write) and a read of the total. Resolves
-   * when it answered or failed; never rejects. For tests and the loop.
+   * when a call that started after this one was made answered or failed, or at once when no call
+   * can go (not connected, closed); never rejects. For tests.
    */
-  async refresh(full = false): Promise<void> {
+  refresh(full = false): Promise<void> {
     if (full) this.needFull = true;
-    await this.flush();
+    return new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      this.flush();
+    });
   }
 
   /**
@@ -206,6 +214,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.loop.stop();
     this.healthy = false;
     this.version++;
+    this.settleWaiters();
     if (this.client.status === "ready") {
       try {
         await this.call("leave", []);
@@ -222,54 +231,73 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private count(field: string, delta: number): void {
     this.own.add(field, delta);
     this.pending.set(field, (this.pending.get(field) ?? 0) + delta);
-    if (!this.queued && !this.inFlight) {
+    if (!this.queued && !this.running) {
       this.queued = true;
       queueMicrotask(() => {
         this.queued = false;
-        void this.flush();
+        this.flush();
       });
     }
   }
 
-  /** Sends the pending deltas (or a full write) and reads the total; one call at a time. */
-  private async flush(): Promise<void> {
-    if (this.closed) return;
-    if (this.inFlight) {
-      this.again = true;
-      return;
-    }
-    if (this.client.status !== "ready") {
-      // Everything is rewritten by the full write that follows the reconnection.
-      this.pending.clear();
-      this.needFull = true;
-      return;
-    }
-    const full = this.needFull;
-    const pairs: (string | number)[] = [];
-    for (const [id, n] of full ? this.own.entries() : this.pending.entries()) if (n !== 0) pairs.push(id, n);
-    this.pending.clear();
-    this.needFull = false;
-    if (full) this.lastFullMs = this.host.clock.now();
-    // After this call Redis holds exactly this router's current counts as its own.
-    const included = this.own.copy();
-    this.inFlight = true;
+  /** Starts the send loop unless it runs (it then sends what is pending after its current call). */
+  private flush(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.send();
+  }
+
+  /**
+   * The send loop: one call at a time, carrying the pending deltas (or a full write) and reading
+   * the total, again while changes arrived during the call, or a refusal asks for a full write.
+   * A loop, not a call per round trip chained onto the previous one: however long traffic keeps
+   * it going, it holds one call's state.
+   */
+  private async send(): Promise<void> {
+    let first = true;
     try {
-      const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
-      if (status === 1) this.applyTotal(total, included, processes, position);
-      else {
-        this.needFull = true;
-        this.again = true;
+      while (!this.closed && (first || this.needFull || this.pending.size > 0 || this.waiters.length > 0)) {
+        first = false;
+        if (this.client.status !== "ready") {
+          // Everything is rewritten by the full write that follows the reconnection.
+          this.pending.clear();
+          this.needFull = true;
+          return;
+        }
+        const full = this.needFull;
+        const pairs: (string | number)[] = [];
+        for (const [field, n] of full ? this.own.entries() : this.pending.entries()) if (full ? n > 0 : n !== 0) pairs.push(field, n);
+        this.pending.clear();
+        this.needFull = false;
+        if (full) this.lastFullMs = this.host.clock.now();
+        // After this call Redis holds exactly this router's current counts as its own.
+        const included = this.own.copy();
+        const waiting = this.waiters;
+        this.waiters = [];
+        try {
+          const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
+          if (status === 1) this.applyTotal(total, included, processes, position);
+          else this.needFull = true;
+        } catch (e) {
+          // The loop's next tick tries again, with a full write.
+          this.needFull = true;
+          this.fail(e, true);
+          return;
+        } finally {
+          for (const resolve of waiting) resolve();
+        }
       }
-    } catch (e) {
-      this.needFull = true;
-      this.fail(e, true);
     } finally {
-      this.inFlight = false;
+      // In the same turn as the loop's last check: a change from now on starts it again.
+      this.running = false;
+      this.settleWaiters();
     }
-    if (this.again || this.pending.size > 0) {
-      this.again = false;
-      await this.flush();
-    }
+  }
+
+  private settleWaiters(): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiting) resolve();
   }
 
   private call(mode: "full" | "delta" | "leave", pairs: (string | number)[]): Promise<Reply> {
@@ -331,7 +359,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       this.connect();
     } else if (status === "ready") {
       if (now - this.lastFullMs >= this.config.leaseTtlMs / 3) this.needFull = true;
-      void this.flush();
+      this.flush();
     }
   }
 
