@@ -10,11 +10,14 @@
  * traffic flows the view is one round trip old). Between writes, a read every `refreshIntervalMs`
  * while this process has leases open, every `idleRefreshIntervalMs` while it has none; every
  * `leaseTtlMs / 3`, a full write of this process's counts that renews
- * its heartbeat and reaps processes whose heartbeat expired. A write that fails (or is refused
- * because this process was reaped, or Redis restarted empty) makes the next one full, so the
- * counts heal by themselves. One loop sends the calls, one after the other, for as long as
- * changes keep coming: its memory does not grow with the number of round trips. A decision never
- * waits: it reads the last total.
+ * its heartbeat and reaps processes whose heartbeat expired. A write that is refused (this
+ * process was reaped, Redis restarted empty, or another program changed its keys) makes the next
+ * one full, at once; a write that fails makes the next one full after a backoff (50 ms doubling
+ * to 2 s, reset by an answer), so the counts heal by themselves and a failing Redis gets a few
+ * calls a second, not one per round trip. One loop sends the calls, one after the other, for as
+ * long as changes keep coming: its memory does not grow with the number of round trips. A
+ * decision never waits: it reads the last total. What the view does with values other programs
+ * wrote into its keys: redis-scripts.ts.
  *
  * Down or slow Redis: commands fail fast (no offline queue), the total goes stale after
  * `staleAfterMs` and the router uses its local view; this view reconnects on its own timers
@@ -51,6 +54,12 @@ export async function loadRedisClient(): Promise<RedisConstructor> {
 
 const COMMAND = "prefixRouterLoad";
 const MAX_RECONNECT_DELAY_MS = 2000;
+/** First wait after a failed call, doubled per failure up to MAX_RECONNECT_DELAY_MS. */
+const FIRST_RETRY_DELAY_MS = 50;
+/** One pick's queued work as counted in Redis, at most (the script keeps counts of up to 15 digits). */
+const MAX_WORK = 1_000_000_000;
+/** A count as the script writes it (redis-scripts.ts). */
+const COUNT = /^\d{1,15}$/;
 
 type Reply = [number, string[], number, number];
 
@@ -71,9 +80,14 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private needFull = true;
   /** The send loop runs (one call out, or about to be). */
   private running = false;
+  /** A read was asked for while a call was out: one more call after it. */
+  private again = false;
   private queued = false;
   /** `refresh()` callers waiting for the next call to settle. */
   private waiters: (() => void)[] = [];
+  /** No call before this time (after a failure). */
+  private retryAtMs = Number.NEGATIVE_INFINITY;
+  private retryDelayMs = FIRST_RETRY_DELAY_MS;
   private healthy = false;
   private warned = false;
   private closed = false;
@@ -121,6 +135,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.on("connect", () => this.client.stream?.unref?.());
     this.client.on("ready", () => {
       this.reconnectDelayMs = 50;
+      this.retryAtMs = Number.NEGATIVE_INFINITY;
       this.needFull = true;
       this.flush();
     });
@@ -153,7 +168,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   addWork(id: string, delta: number): void {
-    this.count(`w:${id}`, delta);
+    // Counted as an integer (the script keeps integers), symmetrically: +w then −w nets to 0.
+    const n = Math.sign(delta) * Math.min(Math.round(Math.abs(delta)), MAX_WORK);
+    if (n !== 0 && !Number.isNaN(n)) this.count(`w:${id}`, n);
   }
 
   peers(): number {
@@ -194,7 +211,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   /**
    * One round trip now: the pending deltas (or a full write) and a read of the total. Resolves
    * when a call that started after this one was made answered or failed, or at once when no call
-   * can go (not connected, closed); never rejects. For tests.
+   * can go (not connected, closed, backing off after a failure); never rejects. For tests.
    */
   refresh(full = false): Promise<void> {
     if (full) this.needFull = true;
@@ -240,9 +257,12 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     }
   }
 
-  /** Starts the send loop unless it runs (it then sends what is pending after its current call). */
+  /** Starts the send loop; while it runs, asks it for one more call after the current one. */
   private flush(): void {
-    if (this.running) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
     this.running = true;
     void this.send();
   }
@@ -256,14 +276,17 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private async send(): Promise<void> {
     let first = true;
     try {
-      while (!this.closed && (first || this.needFull || this.pending.size > 0 || this.waiters.length > 0)) {
+      while (!this.closed && (first || this.again || this.needFull || this.pending.size > 0 || this.waiters.length > 0)) {
         first = false;
+        this.again = false;
         if (this.client.status !== "ready") {
           // Everything is rewritten by the full write that follows the reconnection.
           this.pending.clear();
           this.needFull = true;
           return;
         }
+        // After a failure, the loop (tick) tries again once the backoff is over.
+        if (this.host.clock.now() < this.retryAtMs) return;
         const full = this.needFull;
         const pairs: (string | number)[] = [];
         for (const [field, n] of full ? this.own.entries() : this.pending.entries()) if (full ? n > 0 : n !== 0) pairs.push(field, n);
@@ -276,13 +299,18 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
         this.waiters = [];
         try {
           const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
-          if (status === 1) this.applyTotal(total, included, processes, position);
-          else this.needFull = true;
+          if (status === 1) {
+            this.retryAtMs = Number.NEGATIVE_INFINITY;
+            this.retryDelayMs = FIRST_RETRY_DELAY_MS;
+            this.applyTotal(total, included, processes, position);
+          } else {
+            // Refused, nothing applied: a full write now (one that is refused counts as a failure).
+            this.needFull = true;
+            if (full) this.backOff(new Error("full write refused"));
+          }
         } catch (e) {
-          // The loop's next tick tries again, with a full write.
           this.needFull = true;
-          this.fail(e, true);
-          return;
+          this.backOff(e);
         } finally {
           for (const resolve of waiting) resolve();
         }
@@ -292,6 +320,13 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       this.running = false;
       this.settleWaiters();
     }
+  }
+
+  /** A call failed: the next one waits retryDelayMs (doubling up to MAX_RECONNECT_DELAY_MS). */
+  private backOff(e: unknown): void {
+    this.retryAtMs = this.host.clock.now() + this.retryDelayMs;
+    this.retryDelayMs = Math.min(2 * this.retryDelayMs, MAX_RECONNECT_DELAY_MS);
+    this.fail(e, true);
   }
 
   private settleWaiters(): void {
@@ -312,8 +347,11 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     const others = new Map<string, number>();
     const work = new Map<string, number>();
     for (let i = 0; i + 1 < total.length; i += 2) {
-      const field = total[i] as string;
-      const n = Number(total[i + 1]) - (included.get(field) ?? 0);
+      const field = String(total[i]);
+      const value = String(total[i + 1]);
+      // The script answers counts only; anything else is not read.
+      if (!COUNT.test(value) || !(field.startsWith("n:") || field.startsWith("w:"))) continue;
+      const n = Number(value) - (included.get(field) ?? 0);
       if (n > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), n);
     }
     this.othersById = others;
