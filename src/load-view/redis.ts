@@ -10,9 +10,14 @@
  * traffic flows the view is one round trip old). Between writes, a read every `refreshIntervalMs`
  * while this process has leases open, every `idleRefreshIntervalMs` while it has none; every
  * `leaseTtlMs / 3`, a full write of this process's counts that renews
- * its heartbeat and reaps processes whose heartbeat expired. A write that fails (or is refused
- * because this process was reaped, or Redis restarted empty) makes the next one full, so the
- * counts heal by themselves. A decision never waits: it reads the last total.
+ * its heartbeat and reaps processes whose heartbeat expired. A write that is refused (this
+ * process was reaped, Redis restarted empty, or another program changed its keys) makes the next
+ * one full, at once; a write that fails makes the next one full after a backoff (50 ms doubling
+ * to 2 s, reset by an answer), so the counts heal by themselves and a failing Redis gets a few
+ * calls a second, not one per round trip. One loop sends the calls, one after the other, for as
+ * long as changes keep coming: its memory does not grow with the number of round trips. A
+ * decision never waits: it reads the last total. What the view does with values other programs
+ * wrote into its keys: redis-scripts.ts.
  *
  * Down or slow Redis: commands fail fast (no offline queue), the total goes stale after
  * `staleAfterMs` and the router uses its local view; this view reconnects on its own timers
@@ -49,6 +54,12 @@ export async function loadRedisClient(): Promise<RedisConstructor> {
 
 const COMMAND = "prefixRouterLoad";
 const MAX_RECONNECT_DELAY_MS = 2000;
+/** First wait after a failed call, doubled per failure up to MAX_RECONNECT_DELAY_MS. */
+const FIRST_RETRY_DELAY_MS = 50;
+/** One pick's queued work as counted in Redis, at most (the script keeps counts of up to 15 digits). */
+const MAX_WORK = 1_000_000_000;
+/** A count as the script writes it (redis-scripts.ts). */
+const COUNT = /^\d{1,15}$/;
 
 type Reply = [number, string[], number, number];
 
@@ -67,9 +78,16 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private processes = 1;
   private position = 0;
   private needFull = true;
-  private inFlight = false;
+  /** The send loop runs (one call out, or about to be). */
+  private running = false;
+  /** A read was asked for while a call was out: one more call after it. */
   private again = false;
   private queued = false;
+  /** `refresh()` callers waiting for the next call to settle. */
+  private waiters: (() => void)[] = [];
+  /** No call before this time (after a failure). */
+  private retryAtMs = Number.NEGATIVE_INFINITY;
+  private retryDelayMs = FIRST_RETRY_DELAY_MS;
   private healthy = false;
   private warned = false;
   private closed = false;
@@ -117,8 +135,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.on("connect", () => this.client.stream?.unref?.());
     this.client.on("ready", () => {
       this.reconnectDelayMs = 50;
+      this.retryAtMs = Number.NEGATIVE_INFINITY;
       this.needFull = true;
-      void this.flush();
+      this.flush();
     });
     this.connect();
     this.loop.start();
@@ -149,7 +168,9 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   addWork(id: string, delta: number): void {
-    this.count(`w:${id}`, delta);
+    // Counted as an integer (the script keeps integers), symmetrically: +w then −w nets to 0.
+    const n = Math.sign(delta) * Math.min(Math.round(Math.abs(delta)), MAX_WORK);
+    if (n !== 0 && !Number.isNaN(n)) this.count(`w:${id}`, n);
   }
 
   peers(): number {
@@ -189,11 +210,15 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
 
   /**
    * One round trip now: the pending deltas (or a full write) and a read of the total. Resolves
-   * when it answered or failed; never rejects. For tests and the loop.
+   * when a call that started after this one was made answered or failed, or at once when no call
+   * can go (not connected, closed, backing off after a failure); never rejects. For tests.
    */
-  async refresh(full = false): Promise<void> {
+  refresh(full = false): Promise<void> {
     if (full) this.needFull = true;
-    await this.flush();
+    return new Promise<void>((resolve) => {
+      this.waiters.push(resolve);
+      this.flush();
+    });
   }
 
   /**
@@ -206,6 +231,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.loop.stop();
     this.healthy = false;
     this.version++;
+    this.settleWaiters();
     if (this.client.status === "ready") {
       try {
         await this.call("leave", []);
@@ -222,54 +248,91 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   private count(field: string, delta: number): void {
     this.own.add(field, delta);
     this.pending.set(field, (this.pending.get(field) ?? 0) + delta);
-    if (!this.queued && !this.inFlight) {
+    if (!this.queued && !this.running) {
       this.queued = true;
       queueMicrotask(() => {
         this.queued = false;
-        void this.flush();
+        this.flush();
       });
     }
   }
 
-  /** Sends the pending deltas (or a full write) and reads the total; one call at a time. */
-  private async flush(): Promise<void> {
-    if (this.closed) return;
-    if (this.inFlight) {
+  /** Starts the send loop; while it runs, asks it for one more call after the current one. */
+  private flush(): void {
+    if (this.running) {
       this.again = true;
       return;
     }
-    if (this.client.status !== "ready") {
-      // Everything is rewritten by the full write that follows the reconnection.
-      this.pending.clear();
-      this.needFull = true;
-      return;
-    }
-    const full = this.needFull;
-    const pairs: (string | number)[] = [];
-    for (const [id, n] of full ? this.own.entries() : this.pending.entries()) if (n !== 0) pairs.push(id, n);
-    this.pending.clear();
-    this.needFull = false;
-    if (full) this.lastFullMs = this.host.clock.now();
-    // After this call Redis holds exactly this router's current counts as its own.
-    const included = this.own.copy();
-    this.inFlight = true;
+    this.running = true;
+    void this.send();
+  }
+
+  /**
+   * The send loop: one call at a time, carrying the pending deltas (or a full write) and reading
+   * the total, again while changes arrived during the call, or a refusal asks for a full write.
+   * A loop, not a call per round trip chained onto the previous one: however long traffic keeps
+   * it going, it holds one call's state.
+   */
+  private async send(): Promise<void> {
+    let first = true;
     try {
-      const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
-      if (status === 1) this.applyTotal(total, included, processes, position);
-      else {
-        this.needFull = true;
-        this.again = true;
+      while (!this.closed && (first || this.again || this.needFull || this.pending.size > 0 || this.waiters.length > 0)) {
+        first = false;
+        this.again = false;
+        if (this.client.status !== "ready") {
+          // Everything is rewritten by the full write that follows the reconnection.
+          this.pending.clear();
+          this.needFull = true;
+          return;
+        }
+        // After a failure, the loop (tick) tries again once the backoff is over.
+        if (this.host.clock.now() < this.retryAtMs) return;
+        const full = this.needFull;
+        const pairs: (string | number)[] = [];
+        for (const [field, n] of full ? this.own.entries() : this.pending.entries()) if (full ? n > 0 : n !== 0) pairs.push(field, n);
+        this.pending.clear();
+        this.needFull = false;
+        if (full) this.lastFullMs = this.host.clock.now();
+        // After this call Redis holds exactly this router's current counts as its own.
+        const included = this.own.copy();
+        const waiting = this.waiters;
+        this.waiters = [];
+        try {
+          const [status, total, processes, position] = await this.call(full ? "full" : "delta", pairs);
+          if (status === 1) {
+            this.retryAtMs = Number.NEGATIVE_INFINITY;
+            this.retryDelayMs = FIRST_RETRY_DELAY_MS;
+            this.applyTotal(total, included, processes, position);
+          } else {
+            // Refused, nothing applied: a full write now (one that is refused counts as a failure).
+            this.needFull = true;
+            if (full) this.backOff(new Error("full write refused"));
+          }
+        } catch (e) {
+          this.needFull = true;
+          this.backOff(e);
+        } finally {
+          for (const resolve of waiting) resolve();
+        }
       }
-    } catch (e) {
-      this.needFull = true;
-      this.fail(e, true);
     } finally {
-      this.inFlight = false;
+      // In the same turn as the loop's last check: a change from now on starts it again.
+      this.running = false;
+      this.settleWaiters();
     }
-    if (this.again || this.pending.size > 0) {
-      this.again = false;
-      await this.flush();
-    }
+  }
+
+  /** A call failed: the next one waits retryDelayMs (doubling up to MAX_RECONNECT_DELAY_MS). */
+  private backOff(e: unknown): void {
+    this.retryAtMs = this.host.clock.now() + this.retryDelayMs;
+    this.retryDelayMs = Math.min(2 * this.retryDelayMs, MAX_RECONNECT_DELAY_MS);
+    this.fail(e, true);
+  }
+
+  private settleWaiters(): void {
+    const waiting = this.waiters;
+    this.waiters = [];
+    for (const resolve of waiting) resolve();
   }
 
   private call(mode: "full" | "delta" | "leave", pairs: (string | number)[]): Promise<Reply> {
@@ -284,8 +347,11 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     const others = new Map<string, number>();
     const work = new Map<string, number>();
     for (let i = 0; i + 1 < total.length; i += 2) {
-      const field = total[i] as string;
-      const n = Number(total[i + 1]) - (included.get(field) ?? 0);
+      const field = String(total[i]);
+      const value = String(total[i + 1]);
+      // The script answers counts only; anything else is not read.
+      if (!COUNT.test(value) || !(field.startsWith("n:") || field.startsWith("w:"))) continue;
+      const n = Number(value) - (included.get(field) ?? 0);
       if (n > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), n);
     }
     this.othersById = others;
@@ -331,7 +397,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
       this.connect();
     } else if (status === "ready") {
       if (now - this.lastFullMs >= this.config.leaseTtlMs / 3) this.needFull = true;
-      void this.flush();
+      this.flush();
     }
   }
 
