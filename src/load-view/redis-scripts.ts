@@ -26,8 +26,8 @@
  * none of it. What is not a count is repaired or ignored: a total field that is not one (or is
  * below this process's own part) is recomputed from the process hashes; a field other than
  * `n:`/`w:` leaves the total; in another process's hash it counts nothing; a key of another type
- * is deleted and rewritten by `full` (total, procs, this process's hash) or read as empty (another
- * process's hash). A heartbeat without an expiry was not written by a router: its process is reaped.
+ * is deleted and rewritten (total by any call; procs and this process's hash by `full`, which a
+ * refused delta asks for) or read as empty (another process's hash). A heartbeat without an expiry was not written by a router: its process is reaped.
  * Sums are capped at MAX_COUNT. The arguments are checked too: a bad one fails the call, unapplied.
  *
  * Every mode answers { status, total as [field, value, …] (only counts), live processes, this
@@ -137,7 +137,7 @@ if mode == 'delta' then
   for field, n in pairs(mine) do
     if n > 0 then redis.call('HSET', own, field, fmt(n)) else redis.call('HDEL', own, field) end
   end
-  if totalKind ~= 'hash' then
+  if totalKind ~= 'hash' and totalKind ~= 'none' then
     rebuild()
   else
     for field, d in pairs(change) do
