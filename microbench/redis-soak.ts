@@ -4,6 +4,7 @@
  *   npx tsx bench/redis-soak.ts                      # 5 minutes, 1,400 requests/s, +2 ms round trip
  *   npx tsx bench/redis-soak.ts --minutes 1 --rate 1000 --delay-ms 2 --hold-ms 20
  *   npx tsx bench/redis-soak.ts --redis redis://127.0.0.1:6379   # an existing server (else one from PATH)
+ *   npx tsx bench/redis-soak.ts --minutes 0.5 --sample-seconds 10  # a short run, a line every 10 s
  *
  * One router with `loadView: { source: "redis" }` routes `--rate` requests per second over 8
  * targets (no HTTP: `route()`, then `release()` `--hold-ms` later), spread over every

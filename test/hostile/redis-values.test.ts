@@ -233,6 +233,29 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("hostile values in the redis lo
     expect(await fleet.keys()).toEqual([]);
   });
 
+  it("a custom strategy's fractional or infinite queued work is counted as an integer; the script keeps working", async () => {
+    const prefix = randomUUID();
+    const works = [2.5, 0.4, Number.POSITIVE_INFINITY];
+    let next = 0;
+    const strategy = { name: "fractional-work", pick: () => ({ index: 0, kind: "preferred" as const, rank: 0, work: works[next++ % works.length] }) };
+    const router = await createRouter({ targets, strategy, loadView: { source: "redis", url: server.url, keyPrefix: prefix, refreshIntervalMs: 10 } });
+    try {
+      await until(() => viewStats(router).healthy || "not healthy");
+      const leases = works.map(() => router.route({ body: bodyFor(0) }));
+      // 2.5 counts 3, 0.4 counts nothing, Infinity counts 10⁹.
+      await until(async () => {
+        const total = await inspect.hgetall(`{${prefix}}:total`);
+        return JSON.stringify(total) === JSON.stringify({ "n:a": "3", "w:a": String(3 + 1_000_000_000) }) || JSON.stringify(total);
+      });
+      for (const l of leases) l.release();
+      await until(async () => (await inspect.exists(`{${prefix}}:total`)) === 0 || "total left");
+      expect(viewStats(router)).toMatchObject({ healthy: true, errors: 0 });
+    } finally {
+      await router.close();
+    }
+    expect(await inspect.keys(`{${prefix}}:*`)).toEqual([]);
+  });
+
   it.skipIf(!HAS_REDIS_BINARY)("script calls that fail (the Redis user may no longer run scripts) are retried at a backoff, not once per change; the counts heal after", async () => {
     const own = await OwnRedis.start();
     const admin = new Redis(own.url);
