@@ -27,3 +27,17 @@ export { DEFAULT_MODEL, startFleet } from "./live.js";
 export type { LiveFleet, LiveInstance, StartFleetOptions } from "./live.js";
 export { renderMetrics } from "./metrics.js";
 export type { MetricsSnapshot } from "./metrics.js";
+export { DEFAULT_SLOT_PROMPT_SIMILARITY, SlotScheduler, chooseSlot, commonPrefixLength } from "./llama/slots.js";
+export type { SlotChoice, SlotTicket, SlotView } from "./llama/slots.js";
+export {
+  DEFAULT_TINY_LLAMA,
+  GGUF_VERSION,
+  TINY_LLAMA_BOS,
+  TINY_LLAMA_EOS,
+  TINY_LLAMA_VOCAB_SIZE,
+  float16Bits,
+  readGguf,
+  tinyLlamaGguf,
+  writeGguf,
+} from "./llama/gguf.js";
+export type { GgufContent, GgufFile, GgufScalar, GgufScalarType, GgufTensor, GgufTensorInfo, GgufValue, TinyLlamaOptions } from "./llama/gguf.js";
