@@ -25,9 +25,12 @@ const shared: Options = {
   treeshake: true,
 };
 
+/** Scripts run as processes of their own: the CLI (`bin`) and a llama.cpp engine of `startLlamaFleet`, which finds it at dist/fleet/llama-engine.js. */
+const scripts = { cli: "src/cli.ts", "fleet/llama-engine": "src/fleet/llama/engine-process.ts" };
+
 export default defineConfig([
-  // ESM: the library and the CLI (`bin`), sharing chunks.
-  { ...shared, entry: { ...library, ...esmOnly, cli: "src/cli.ts" }, format: ["esm"], dts: { entry: { ...library, ...esmOnly } } },
+  // ESM: the library and the scripts, sharing chunks.
+  { ...shared, entry: { ...library, ...esmOnly, ...scripts }, format: ["esm"], dts: { entry: { ...library, ...esmOnly } } },
   // CommonJS: the library only. Its declarations carry no doc comments (the ESM ones, which
   // editors show to most users, do): the same text twice made a tenth of the package.
   { ...shared, entry: library, format: ["cjs"], dts: { entry: library, compilerOptions: { removeComments: true } } },

@@ -1,6 +1,7 @@
 /**
  * `prefix-router/fleet`: an emulated fleet of vLLM-like inference servers with a real
- * prefix-cache model, in virtual time (`VirtualFleet`) or live over HTTP (`startFleet`).
+ * prefix-cache model, in virtual time (`VirtualFleet`) or live over HTTP (`startFleet`); and a
+ * fleet of real llama.cpp engines (`startLlamaFleet`, docs/real-engines.md).
  * See docs/fleet.md.
  */
 
@@ -27,6 +28,17 @@ export { DEFAULT_MODEL, startFleet } from "./live.js";
 export type { LiveFleet, LiveInstance, StartFleetOptions } from "./live.js";
 export { renderMetrics } from "./metrics.js";
 export type { MetricsSnapshot } from "./metrics.js";
+export {
+  DEFAULT_ENGINE_START_TIMEOUT_MS,
+  DEFAULT_LLAMA_CONTEXT_SIZE,
+  DEFAULT_LLAMA_INSTANCES,
+  DEFAULT_LLAMA_MAX_TOKENS,
+  DEFAULT_LLAMA_MODEL,
+  DEFAULT_LLAMA_SLOTS,
+  ENGINE_STOP_GRACE_MS,
+  startLlamaFleet,
+} from "./llama/index.js";
+export type { LlamaFleet, LlamaFleetOptions, LlamaTarget } from "./llama/index.js";
 export { DEFAULT_SLOT_PROMPT_SIMILARITY, SlotScheduler, chooseSlot, commonPrefixLength } from "./llama/slots.js";
 export type { SlotChoice, SlotTicket, SlotView } from "./llama/slots.js";
 export {
@@ -41,3 +53,4 @@ export {
   writeGguf,
 } from "./llama/gguf.js";
 export type { GgufContent, GgufFile, GgufScalar, GgufScalarType, GgufTensor, GgufTensorInfo, GgufValue, TinyLlamaOptions } from "./llama/gguf.js";
+export { DEFAULT_LLAMA_DIR, NODE_LLAMA_CPP_VERSION, llamaInstallCommand, resolveNodeLlamaCpp } from "./llama/runtime.js";
