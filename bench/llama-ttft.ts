@@ -15,7 +15,8 @@
  */
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
-import { startLlamaFleet, tinyLlamaGguf } from "prefix-router/fleet";
+import { startLlamaFleet } from "prefix-router/fleet";
+import { tinyLlamaGguf } from "../src/fleet/llama/gguf.js";
 
 const { values } = parseArgs({ options: { trials: { type: "string" }, prefix: { type: "string" }, suffix: { type: "string" } } });
 const trials = Number(values.trials ?? 5);

@@ -39,18 +39,4 @@ export {
   startLlamaFleet,
 } from "./llama/index.js";
 export type { LlamaFleet, LlamaFleetOptions, LlamaTarget } from "./llama/index.js";
-export { DEFAULT_SLOT_PROMPT_SIMILARITY, SlotScheduler, chooseSlot, commonPrefixLength } from "./llama/slots.js";
-export type { SlotChoice, SlotTicket, SlotView } from "./llama/slots.js";
-export {
-  DEFAULT_TINY_LLAMA,
-  GGUF_VERSION,
-  TINY_LLAMA_BOS,
-  TINY_LLAMA_EOS,
-  TINY_LLAMA_VOCAB_SIZE,
-  float16Bits,
-  readGguf,
-  tinyLlamaGguf,
-  writeGguf,
-} from "./llama/gguf.js";
-export type { GgufContent, GgufFile, GgufScalar, GgufScalarType, GgufTensor, GgufTensorInfo, GgufValue, TinyLlamaOptions } from "./llama/gguf.js";
-export { DEFAULT_LLAMA_DIR, NODE_LLAMA_CPP_VERSION, llamaInstallCommand, resolveNodeLlamaCpp } from "./llama/runtime.js";
+export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";

@@ -19,7 +19,7 @@ import {
   type GgufScalarType,
   type GgufTensor,
   type GgufValue,
-} from "prefix-router/fleet";
+} from "../../../src/fleet/llama/gguf.js";
 
 /** The value of IEEE half-precision bits (the reference decoder). */
 function halfValue(h: number): number {

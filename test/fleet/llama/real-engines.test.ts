@@ -15,7 +15,8 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routeOpenAI } from "prefix-router";
-import { DEFAULT_LLAMA_MODEL, createRandom, renderPrompt, resolveNodeLlamaCpp, startLlamaFleet, type LlamaFleet } from "prefix-router/fleet";
+import { DEFAULT_LLAMA_MODEL, createRandom, renderPrompt, startLlamaFleet, type LlamaFleet } from "prefix-router/fleet";
+import { resolveNodeLlamaCpp } from "../../../src/fleet/llama/runtime.js";
 
 const installed = resolveNodeLlamaCpp() !== undefined;
 const required = process.env.PREFIX_ROUTER_REQUIRE_LLAMA === "1";

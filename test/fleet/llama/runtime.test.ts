@@ -7,9 +7,16 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_LLAMA_DIR, NODE_LLAMA_CPP_VERSION, llamaInstallCommand, resolveNodeLlamaCpp, startLlamaFleet } from "prefix-router/fleet";
+import { startLlamaFleet } from "prefix-router/fleet";
 import { runFleetCommand, type CliIo } from "../../../src/fleet/cli.js";
-import { llamaBinaryPackage, missingLlamaError } from "../../../src/fleet/llama/runtime.js";
+import {
+  DEFAULT_LLAMA_DIR,
+  NODE_LLAMA_CPP_VERSION,
+  llamaBinaryPackage,
+  llamaInstallCommand,
+  missingLlamaError,
+  resolveNodeLlamaCpp,
+} from "../../../src/fleet/llama/runtime.js";
 
 const dirs: string[] = [];
 afterEach(() => {

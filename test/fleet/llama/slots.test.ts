@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_SLOT_PROMPT_SIMILARITY, SlotScheduler, chooseSlot, commonPrefixLength, type SlotChoice, type SlotView } from "prefix-router/fleet";
+import { DEFAULT_SLOT_PROMPT_SIMILARITY, SlotScheduler, chooseSlot, commonPrefixLength, type SlotChoice, type SlotView } from "../../../src/fleet/llama/slots.js";
 
 const toks = (s: string): number[] => [...s].map((c) => c.charCodeAt(0));
 const idle = (text: string, lastUsed: number): SlotView => ({ tokens: toks(text), busy: false, lastUsed });
