@@ -1,6 +1,6 @@
 /**
  * What `npm publish` would upload: no source maps, no file that no entry point reaches, every
- * bare import a declared dependency or peer (bundled code stays bundled), under 250 kB packed.
+ * bare import a declared dependency or peer (bundled code stays bundled), under 265 kB packed.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -25,7 +25,11 @@ interface Manifest {
   peerDependencies: Record<string, string>;
 }
 
-const MAX_PACKED_BYTES = 250_000;
+// 250 kB before the llama.cpp engine fleet, which adds about 13 kB packed: its engine script,
+// its part of fleet/index.d.ts and the GGUF writer.
+const MAX_PACKED_BYTES = 265_000;
+/** Scripts the package runs as processes of their own, by path: no import reaches them. */
+const SCRIPTS = ["dist/fleet/llama-engine.js"];
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
 let packed: Packed;
 
@@ -58,7 +62,7 @@ describe("the published package", () => {
 
   it("holds only files an entry point, the bin or npm's page needs", () => {
     const files = new Set(packed.files.map((f) => f.path));
-    const entries = [manifest.main, manifest.module, manifest.types, ...Object.values(manifest.bin), ...exportTargets(manifest.exports)];
+    const entries = [manifest.main, manifest.module, manifest.types, ...Object.values(manifest.bin), ...exportTargets(manifest.exports), ...SCRIPTS];
     const reached = new Set<string>();
     const queue = entries.map((e) => normalize(e));
     while (queue.length > 0) {
