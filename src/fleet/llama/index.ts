@@ -12,7 +12,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -79,7 +79,7 @@ export interface LlamaTarget {
 /** A running fleet of llama.cpp engines. */
 export interface LlamaFleet {
   readonly targets: readonly LlamaTarget[];
-  /** The generated model file (kept in a shared cache folder, see `cachedModel`). */
+  /** The generated model file, in the shared cache folder `<tmpdir>/prefix-router-llama`. */
   readonly modelPath: string;
   /** Stops every engine process; safe to call more than once. */
   close(): Promise<void>;
@@ -93,16 +93,34 @@ function intOption(name: string, value: number, min: number, max: number): numbe
 }
 
 /** esbuild's build function, as the source checkout uses it (a dependency of tsup and tsx there). */
-type EsbuildBuild = (options: Record<string, unknown>) => Promise<{ errors: unknown[] }>;
+type EsbuildBuild = (options: Record<string, unknown>) => Promise<{ outputFiles: { contents: Uint8Array }[] }>;
+
+/** The shared cache folder of generated files: `<tmpdir>/prefix-router-llama`. */
+const CACHE_DIR = join(tmpdir(), "prefix-router-llama");
 
 /**
- * The script an engine process runs, and a function that removes it. Built package: its
- * `fleet/llama-engine.js` entry (this code sits in a chunk at the top of dist/ or in dist/fleet/).
- * Source checkout (tests, `npm run fleet`): engine-process.ts bundled by esbuild into `dir`, so
- * the engine and the process node-llama-cpp forks to test its binary run plain JavaScript, with
- * no TypeScript loader to slow their start.
+ * `bytes` as a file of the cache folder named by their hash (`<name>-<hash><ext>`): written
+ * once, never removed (a few MB at most), so that no fleet, even one whose process was killed,
+ * leaves a copy behind. Written aside then renamed: a concurrent fleet never reads a partial file.
  */
-async function engineScript(dir: string): Promise<string> {
+async function cachedFile(bytes: Uint8Array, name: string, ext: string): Promise<string> {
+  const path = join(CACHE_DIR, `${name}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}${ext}`);
+  if (existsSync(path)) return path;
+  await mkdir(CACHE_DIR, { recursive: true });
+  const partial = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  await writeFile(partial, bytes);
+  await rename(partial, path);
+  return path;
+}
+
+/**
+ * The script an engine process runs. Built package: its `fleet/llama-engine.js` entry (this code
+ * sits in a chunk at the top of dist/ or in dist/fleet/). Source checkout (tests,
+ * `npm run fleet`): engine-process.ts bundled by esbuild into the cache folder, so that the
+ * engine, and the process node-llama-cpp forks to test its binary, run plain JavaScript with no
+ * TypeScript loader to slow their start.
+ */
+async function engineScript(): Promise<string> {
   const here = fileURLToPath(import.meta.url);
   if (!here.endsWith(".ts")) {
     for (let d = dirname(here), up = 0; up < 3; up++, d = dirname(d)) {
@@ -114,10 +132,10 @@ async function engineScript(dir: string): Promise<string> {
   // A computed specifier: the package's own build must not bundle esbuild.
   const esbuildName = "esbuild";
   const { build } = (await import(esbuildName)) as { build: EsbuildBuild };
-  const outfile = join(dir, "llama-engine.mjs");
-  await build({
+  const { outputFiles } = await build({
     entryPoints: [join(dirname(here), "engine-process.ts")],
-    outfile,
+    write: false,
+    outfile: "llama-engine.mjs",
     bundle: true,
     platform: "node",
     format: "esm",
@@ -126,24 +144,7 @@ async function engineScript(dir: string): Promise<string> {
     external: ["@smithy/*"],
     logLevel: "silent",
   });
-  return outfile;
-}
-
-/**
- * The tiny model's file in the shared cache folder (`<tmpdir>/prefix-router-llama`), named by
- * its content's hash: written once per shape and seed, never removed (a few MB), so that no
- * fleet, even one whose process was killed, leaves a copy behind.
- */
-async function cachedModel(bytes: Uint8Array): Promise<string> {
-  const dir = join(tmpdir(), "prefix-router-llama");
-  const path = join(dir, `tiny-llama-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}.gguf`);
-  if (existsSync(path)) return path;
-  await mkdir(dir, { recursive: true });
-  // Written aside, then renamed: a concurrent fleet never reads a partial file.
-  const partial = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  await writeFile(partial, bytes);
-  await rename(partial, path);
-  return path;
+  return cachedFile(outputFiles[0]!.contents, "llama-engine", ".mjs");
 }
 
 const TAIL_BYTES = 4096;
@@ -234,17 +235,15 @@ export async function startLlamaFleet(options: LlamaFleetOptions = {}): Promise<
   if (nodeLlamaCpp === undefined) throw missingLlamaError();
   const bytes = tinyLlamaGguf({ ...options.model, seed, contextLength: Math.max(options.model?.contextLength ?? DEFAULT_TINY_LLAMA.contextLength, contextSize) });
 
-  const modelPath = await cachedModel(bytes);
-  const dir = await mkdtemp(join(tmpdir(), "prefix-router-llama-fleet-"));
+  const modelPath = await cachedFile(bytes, "tiny-llama", ".gguf");
+  const script = await engineScript();
   const engines: EngineProcess[] = [];
   let closed: Promise<void> | undefined;
   const close = (): Promise<void> =>
     (closed ??= (async () => {
       await Promise.all(engines.map((e) => e.stop()));
-      await rm(dir, { recursive: true, force: true });
     })());
   try {
-    const script = await engineScript(dir);
     const ids = defaultInstanceIds(instances);
     for (const [i, id] of ids.entries()) {
       const config: EngineProcessConfig = {
