@@ -22,6 +22,9 @@ const shared: Options = {
   treeshake: true,
 };
 
+/** Scripts run as processes of their own: the CLI (`bin`) and a llama.cpp engine of `startLlamaFleet`, which finds it at dist/fleet/llama-engine.js. */
+const scripts = { cli: "tools/cli.ts", "fleet/llama-engine": "tools/fleet/llama/engine-process.ts" };
+
 export default defineConfig([
   // The library, ESM, sharing chunks between its entries.
   { ...shared, entry: library, format: ["esm"], dts: { entry: library } },
@@ -32,7 +35,7 @@ export default defineConfig([
   // stay imports of `prefix-router`, resolved at run time to the files above, never copied in.
   {
     ...shared,
-    entry: { ...tools, cli: "tools/cli.ts" },
+    entry: { ...tools, ...scripts },
     format: ["esm"],
     external: [/^prefix-router(\/.*)?$/],
     dts: { entry: tools },

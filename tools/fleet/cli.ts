@@ -8,6 +8,7 @@ import type { EngineConfig } from "./config.js";
 import { FAULT_OPTIONS, FAULT_USAGE, applyFaultPlan, parseFaults } from "./cli-faults.js";
 import { isFleetError } from "./errors.js";
 import { DEFAULT_MODEL, startFleet, type LiveFleet } from "./live.js";
+import { DEFAULT_LLAMA_INSTANCES, startLlamaFleet } from "./llama/index.js";
 
 /** Where a CLI command writes, and how it waits for the signal to stop (injected for tests). */
 export interface CliIo {
@@ -20,10 +21,12 @@ export interface CliIo {
 /** Help text of `prefix-router fleet`. */
 export const FLEET_USAGE = `Usage: prefix-router fleet [options]
 
-Starts emulated vLLM-like instances (OpenAI and SageMaker Runtime protocols) on loopback.
+Starts emulated vLLM-like instances (OpenAI and SageMaker Runtime protocols) on loopback, or,
+with --engine llama, real llama.cpp engines serving a tiny generated model (docs/real-engines.md).
 
 Options:
-  --instances <n>           number of instances (default 7)
+  --engine <name>           emulated (default) or llama
+  --instances <n>           number of instances (default 7; 4 with --engine llama)
   --port <p>                port of the first instance, the next ones follow; 0 = ephemeral (default 8000)
   --host <addr>             interface to listen on (default 127.0.0.1)
   --time-scale <x>          wall-clock ms per model ms; 0.1 runs 10x faster (default 1)
@@ -32,8 +35,15 @@ Options:
   --max-num-seqs <n>        running sequences per instance (default 256)
   --default-max-tokens <n>  output tokens when a request sets no limit (default 64)
   --step-jitter <x>         relative noise on each engine step, 0 to below 1, drawn from the seed (default 0)
-  --seed <n>                seed of the fault draws: the same seed fails the same requests (default 0)
+  --seed <n>                seed of the fault draws: the same seed fails the same requests (default 0);
+                            with --engine llama, seed of the model's weights
   -h, --help                show this help
+
+With --engine llama (needs node-llama-cpp: npm run engines:llama), also:
+  --slots <n>               slots per engine, each with its own KV cache (default 4)
+  --context-size <n>        tokens per slot (default 8192)
+  (--instances, --port, --host, --model (one name), --default-max-tokens (default 16) and --seed
+  apply; the options of the emulated engine and the faults do not)
 
 ${FAULT_USAGE}`;
 
@@ -63,6 +73,9 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
         "default-max-tokens": { type: "string" },
         "step-jitter": { type: "string" },
         seed: { type: "string" },
+        engine: { type: "string" },
+        slots: { type: "string" },
+        "context-size": { type: "string" },
         ...FAULT_OPTIONS,
         help: { type: "boolean", short: "h" },
       },
@@ -72,6 +85,12 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     if (values.help) {
       io.out(FLEET_USAGE);
       return 0;
+    }
+    const engineName = values.engine ?? "emulated";
+    if (engineName === "llama") return await runLlamaFleet(values, io);
+    if (engineName !== "emulated") throw new Error(`--engine expects emulated or llama, got ${engineName}`);
+    for (const flag of ["slots", "context-size"] as const) {
+      if (values[flag] !== undefined) throw new Error(`--${flag} applies to --engine llama only`);
     }
     const engine: Partial<EngineConfig> = {};
     const blocks = intOption(values, "num-gpu-blocks");
@@ -109,5 +128,32 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
   await io.untilStopped();
   stopFaults();
   await fleet.stop();
+  return 0;
+}
+
+/** Options of the emulated engine, refused with `--engine llama`. */
+const EMULATED_ONLY = ["time-scale", "num-gpu-blocks", "max-num-seqs", "step-jitter", "error-rate", "error-status", "slow", "kill"] as const;
+
+/** `prefix-router fleet --engine llama`: real llama.cpp engines until stopped. */
+async function runLlamaFleet(values: Record<string, unknown>, io: CliIo): Promise<number> {
+  for (const flag of EMULATED_ONLY) {
+    if (values[flag] !== undefined) throw new Error(`--${flag} applies to the emulated engine only`);
+  }
+  const models = values.model as string[] | undefined;
+  if (models !== undefined && models.length > 1) throw new Error("--engine llama serves one model: give --model once");
+  const fleet = await startLlamaFleet({
+    instances: intOption(values, "instances") ?? DEFAULT_LLAMA_INSTANCES,
+    slots: intOption(values, "slots"),
+    contextSize: intOption(values, "context-size"),
+    seed: intOption(values, "seed"),
+    port: intOption(values, "port") ?? 8000,
+    host: (values.host as string | undefined) ?? "127.0.0.1",
+    modelName: models?.[0],
+    defaultMaxTokens: intOption(values, "default-max-tokens"),
+  });
+  for (const t of fleet.targets) io.out(`${t.id}\t${t.url}`);
+  io.out(`OpenAI baseURL: <url>/v1   metrics: <url>/metrics   llama.cpp engines, pids ${fleet.targets.map((t) => t.pid).join(" ")}   (Ctrl-C stops)`);
+  await io.untilStopped();
+  await fleet.close();
   return 0;
 }

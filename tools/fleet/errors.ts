@@ -20,7 +20,9 @@ export type FleetErrorCode =
   /** `advanceTo` was called with a time before `now`, or from inside a callback. */
   | "INVALID_TIME"
   /** `VirtualFleet.submit` to an instance that is down while it restarts (the client's connection is refused). */
-  | "INSTANCE_DOWN";
+  | "INSTANCE_DOWN"
+  /** A real engine process (`startLlamaFleet`) failed to start, or exited. */
+  | "ENGINE_FAILED";
 
 const FLEET_ERROR_BRAND = Symbol.for("prefix-router.FleetError");
 

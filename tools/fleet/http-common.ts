@@ -124,7 +124,7 @@ export function internalError(res: ServerResponse, err: unknown): void {
 
 /** The headers that say which instance served a response and what it cost. */
 export function servedHeaders(
-  rt: InstanceRuntime,
+  rt: Pick<InstanceRuntime, "id">,
   info?: { promptTokens: number; cachedTokens: number; ttftMs: number; queueMs: number },
 ): Record<string, string> {
   const h: Record<string, string> = { "x-prefix-router-instance": rt.id };

@@ -15,3 +15,15 @@ export type { InstanceStats, VirtualCallbacks, VirtualFleetOptions, VirtualReque
 export type { VirtualResult } from "./engine.js";
 export { FleetError, isFleetError } from "./errors.js";
 export type { FleetErrorCode } from "./errors.js";
+export {
+  DEFAULT_ENGINE_START_TIMEOUT_MS,
+  DEFAULT_LLAMA_CONTEXT_SIZE,
+  DEFAULT_LLAMA_INSTANCES,
+  DEFAULT_LLAMA_MAX_TOKENS,
+  DEFAULT_LLAMA_MODEL,
+  DEFAULT_LLAMA_SLOTS,
+  ENGINE_STOP_GRACE_MS,
+  startLlamaFleet,
+} from "./llama/index.js";
+export type { LlamaFleet, LlamaFleetOptions, LlamaTarget } from "./llama/index.js";
+export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";

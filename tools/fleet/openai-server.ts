@@ -42,7 +42,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /** Sends a vLLM-style error. */
-export function sendError(rt: InstanceRuntime, res: ServerResponse, status: number, message: string): void {
+export function sendError(rt: Pick<InstanceRuntime, "id">, res: ServerResponse, status: number, message: string): void {
   sendJson(
     res,
     status,

@@ -1,0 +1,280 @@
+/**
+ * A fleet of real llama.cpp engines on loopback: `startLlamaFleet` generates the tiny model
+ * (gguf.ts), starts one engine process per instance (engine-process.ts), each serving the
+ * OpenAI/vLLM protocol (server.ts) with llama-server's slots (slots.ts), and returns the targets
+ * to put a router in front of. See docs/real-engines.md.
+ *
+ * Process lifetime: every engine is a child process of the caller with an IPC channel; it exits
+ * when the channel closes, so it dies with its parent (even a killed one). `close()` stops them
+ * (SIGTERM, then SIGKILL after {@link ENGINE_STOP_GRACE_MS}).
+ */
+
+import { spawn, type ChildProcess } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { FleetError } from "../errors.js";
+import { defaultInstanceIds } from "../virtual.js";
+import type { EngineProcessConfig, EngineProcessMessage } from "./engine-process.js";
+import { DEFAULT_TINY_LLAMA, tinyLlamaGguf, type TinyLlamaOptions } from "./gguf.js";
+import { missingLlamaError, resolveNodeLlamaCpp } from "./runtime.js";
+import { DEFAULT_SLOT_PROMPT_SIMILARITY, checkSimilarity } from "./slots.js";
+
+/** Engine processes when `instances` is not given (3–4 suit a 2-core machine). */
+export const DEFAULT_LLAMA_INSTANCES = 4;
+/** Slots (context sequences) per engine when `slots` is not given. */
+export const DEFAULT_LLAMA_SLOTS = 4;
+/** Tokens per slot when `contextSize` is not given: the tiny model's context length. */
+export const DEFAULT_LLAMA_CONTEXT_SIZE = DEFAULT_TINY_LLAMA.contextLength;
+/** Output tokens when a request sets no limit. */
+export const DEFAULT_LLAMA_MAX_TOKENS = 16;
+/** The served model name when `modelName` is not given. */
+export const DEFAULT_LLAMA_MODEL = "prefix-router/tiny-llama";
+/** How long an engine gets to load and listen before `startLlamaFleet` gives up. */
+export const DEFAULT_ENGINE_START_TIMEOUT_MS = 120_000;
+/** How long `close()` waits after SIGTERM before SIGKILL. */
+export const ENGINE_STOP_GRACE_MS = 5_000;
+
+/** Options of {@link startLlamaFleet}. */
+export interface LlamaFleetOptions {
+  /** Engine processes (ids `i0`, `i1`, ...). @default DEFAULT_LLAMA_INSTANCES (4) */
+  instances?: number;
+  /** Slots per engine: requests it runs at once, each with its own KV cache. @default DEFAULT_LLAMA_SLOTS (4) */
+  slots?: number;
+  /** Tokens per slot (prompt and output). @default DEFAULT_LLAMA_CONTEXT_SIZE (8192) */
+  contextSize?: number;
+  /** Seed of the tiny model's weights. @default 0 */
+  seed?: number;
+  /** The tiny model's shape (see gguf.ts); its context length grows to `contextSize` if needed. @default DEFAULT_TINY_LLAMA */
+  model?: Omit<TinyLlamaOptions, "seed">;
+  /** llama-server's `--slot-prompt-similarity`; 0 picks by LRU only. @default DEFAULT_SLOT_PROMPT_SIMILARITY (0.1) */
+  slotPromptSimilarity?: number;
+  /** Output tokens when a request sets no limit. @default DEFAULT_LLAMA_MAX_TOKENS (16) */
+  defaultMaxTokens?: number;
+  /** The served model name. @default DEFAULT_LLAMA_MODEL */
+  modelName?: string;
+  /** Interface to listen on. @default "127.0.0.1" */
+  host?: string;
+  /** Port of the first engine; engine `i` listens on `port + i`. 0 = ephemeral ports. @default 0 */
+  port?: number;
+  /** How long each engine gets to start. @default DEFAULT_ENGINE_START_TIMEOUT_MS (120 s) */
+  startTimeoutMs?: number;
+}
+
+/** One engine of the fleet. */
+export interface LlamaTarget {
+  /** Instance id (also in the `x-prefix-router-instance` response header). */
+  readonly id: string;
+  /** The OpenAI client's base URL: `url` + `/v1`. */
+  readonly baseURL: string;
+  /** `http://127.0.0.1:PORT`: `/health` and `/metrics` are under it. */
+  readonly url: string;
+  /** Process id of the engine. */
+  readonly pid: number;
+}
+
+/** A running fleet of llama.cpp engines. */
+export interface LlamaFleet {
+  readonly targets: readonly LlamaTarget[];
+  /** The generated model file, in the shared cache folder `<tmpdir>/prefix-router-llama`. */
+  readonly modelPath: string;
+  /** Stops every engine process; safe to call more than once. */
+  close(): Promise<void>;
+}
+
+function intOption(name: string, value: number, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new RangeError(`Expected \`${name}\` to be an integer from ${min} to ${max}, got ${String(value)}`);
+  }
+  return value;
+}
+
+/** esbuild's build function, as the source checkout uses it (a dependency of tsup and tsx there). */
+type EsbuildBuild = (options: Record<string, unknown>) => Promise<{ outputFiles: { contents: Uint8Array }[] }>;
+
+/** The shared cache folder of generated files: `<tmpdir>/prefix-router-llama`. */
+const CACHE_DIR = join(tmpdir(), "prefix-router-llama");
+
+/**
+ * `bytes` as a file of the cache folder named by their hash (`<name>-<hash><ext>`): written
+ * once, never removed (a few MB at most), so that no fleet, even one whose process was killed,
+ * leaves a copy behind. Written aside then renamed: a concurrent fleet never reads a partial file.
+ */
+async function cachedFile(bytes: Uint8Array, name: string, ext: string): Promise<string> {
+  const path = join(CACHE_DIR, `${name}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}${ext}`);
+  if (existsSync(path)) return path;
+  await mkdir(CACHE_DIR, { recursive: true });
+  const partial = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  await writeFile(partial, bytes);
+  await rename(partial, path);
+  return path;
+}
+
+/**
+ * The script an engine process runs. Built package: its `fleet/llama-engine.js` entry (this code
+ * sits in a chunk at the top of dist/ or in dist/fleet/). Source checkout (tests,
+ * `npm run fleet`): engine-process.ts bundled by esbuild into the cache folder, so that the
+ * engine, and the process node-llama-cpp forks to test its binary, run plain JavaScript with no
+ * TypeScript loader to slow their start.
+ */
+async function engineScript(): Promise<string> {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith(".ts")) {
+    for (let d = dirname(here), up = 0; up < 3; up++, d = dirname(d)) {
+      const entry = join(d, "fleet", "llama-engine.js");
+      if (existsSync(entry)) return entry;
+    }
+    throw new FleetError("ENGINE_FAILED", `Cannot find the engine entry fleet/llama-engine.js near ${here}`);
+  }
+  // A computed specifier: the package's own build must not bundle esbuild.
+  const esbuildName = "esbuild";
+  const { build } = (await import(esbuildName)) as { build: EsbuildBuild };
+  const { outputFiles } = await build({
+    entryPoints: [join(dirname(here), "engine-process.ts")],
+    write: false,
+    outfile: "llama-engine.mjs",
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    // Loaded lazily by code the engine never runs (the SageMaker event stream).
+    external: ["@smithy/*"],
+    logLevel: "silent",
+  });
+  return cachedFile(outputFiles[0]!.contents, "llama-engine", ".mjs");
+}
+
+const TAIL_BYTES = 4096;
+
+/** A started engine process. */
+class EngineProcess {
+  readonly exited: Promise<void>;
+  private tail = "";
+  private exitCode: number | null | undefined;
+
+  constructor(readonly id: string, readonly child: ChildProcess) {
+    const keep = (chunk: Buffer): void => {
+      this.tail = (this.tail + chunk.toString("utf8")).slice(-TAIL_BYTES);
+    };
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    this.exited = new Promise((resolve) => {
+      child.once("exit", (code) => {
+        this.exitCode = code;
+        resolve();
+      });
+    });
+  }
+
+  /** Resolves with the port once the engine listens; rejects with `ENGINE_FAILED` otherwise. */
+  ready(timeoutMs: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const fail = (why: string): void => {
+        cleanup();
+        const output = this.tail.trim();
+        reject(new FleetError("ENGINE_FAILED", `Engine ${this.id} ${why}${output ? `; its output:\n${output}` : ""}`));
+      };
+      const onMessage = (m: EngineProcessMessage): void => {
+        if (m.type === "ready") {
+          cleanup();
+          resolve(m.port);
+        } else fail(`failed to start: ${m.message}`);
+      };
+      const onExit = (code: number | null, signal: NodeJS.Signals | null): void => fail(`exited while starting (${signal ?? `code ${code}`})`);
+      const onError = (err: Error): void => fail(`could not be started: ${err.message}`);
+      const timer = setTimeout(() => fail(`did not start within ${timeoutMs} ms`), timeoutMs);
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.child.off("message", onMessage);
+        this.child.off("exit", onExit);
+        this.child.off("error", onError);
+      };
+      this.child.on("message", onMessage);
+      this.child.once("exit", onExit);
+      this.child.once("error", onError);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.exitCode !== undefined || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), ENGINE_STOP_GRACE_MS);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Starts `instances` llama.cpp engine processes on loopback, each with `slots` slots of
+ * `contextSize` tokens, serving a tiny llama model generated from `seed` (see the file header
+ * and docs/real-engines.md). Needs `node-llama-cpp` (see runtime.ts).
+ * @throws RouterError `ERR_MISSING_PEER` when node-llama-cpp is not installed; RangeError for
+ * options out of range; FleetError `ENGINE_FAILED` when an engine does not start
+ * @example
+ * const fleet = await startLlamaFleet({ instances: 3, slots: 2 });
+ * const client = await routeOpenAI(new OpenAI({ apiKey: "unused" }), { targets: fleet.targets });
+ * // ...
+ * await fleet.close();
+ */
+export async function startLlamaFleet(options: LlamaFleetOptions = {}): Promise<LlamaFleet> {
+  const instances = intOption("instances", options.instances ?? DEFAULT_LLAMA_INSTANCES, 1, 64);
+  const slots = intOption("slots", options.slots ?? DEFAULT_LLAMA_SLOTS, 1, 64);
+  const contextSize = intOption("contextSize", options.contextSize ?? DEFAULT_LLAMA_CONTEXT_SIZE, 64, 1 << 20);
+  const seed = intOption("seed", options.seed ?? 0, 0, 0xffffffff);
+  const defaultMaxTokens = intOption("defaultMaxTokens", options.defaultMaxTokens ?? DEFAULT_LLAMA_MAX_TOKENS, 1, 1 << 20);
+  const port = intOption("port", options.port ?? 0, 0, 65535 - (instances - 1));
+  const startTimeoutMs = intOption("startTimeoutMs", options.startTimeoutMs ?? DEFAULT_ENGINE_START_TIMEOUT_MS, 1, 3_600_000);
+  const slotPromptSimilarity = checkSimilarity("slotPromptSimilarity", options.slotPromptSimilarity ?? DEFAULT_SLOT_PROMPT_SIMILARITY);
+  const modelName = options.modelName ?? DEFAULT_LLAMA_MODEL;
+  if (typeof modelName !== "string" || modelName.length === 0) throw new RangeError(`Expected \`modelName\` to be a non-empty string, got ${JSON.stringify(modelName)}`);
+  const host = options.host ?? "127.0.0.1";
+  const nodeLlamaCpp = resolveNodeLlamaCpp();
+  if (nodeLlamaCpp === undefined) throw missingLlamaError();
+  const bytes = tinyLlamaGguf({ ...options.model, seed, contextLength: Math.max(options.model?.contextLength ?? DEFAULT_TINY_LLAMA.contextLength, contextSize) });
+
+  const modelPath = await cachedFile(bytes, "tiny-llama", ".gguf");
+  const script = await engineScript();
+  const engines: EngineProcess[] = [];
+  let closed: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closed ??= (async () => {
+      await Promise.all(engines.map((e) => e.stop()));
+    })());
+  try {
+    const ids = defaultInstanceIds(instances);
+    for (const [i, id] of ids.entries()) {
+      const config: EngineProcessConfig = {
+        id,
+        host,
+        port: port === 0 ? 0 : port + i,
+        modelPath,
+        modelName,
+        slots,
+        contextSize,
+        threads: 1,
+        slotPromptSimilarity,
+        defaultMaxTokens,
+        nodeLlamaCpp,
+      };
+      const child = spawn(process.execPath, [script, JSON.stringify(config)], {
+        stdio: ["ignore", "pipe", "pipe", "ipc"],
+        // node-llama-cpp: never build or download llama.cpp, never look for a GPU.
+        env: { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: "true", NODE_LLAMA_CPP_GPU: "false" },
+      });
+      engines.push(new EngineProcess(id, child));
+    }
+    const ports = await Promise.all(engines.map((e) => e.ready(startTimeoutMs)));
+    const urlHost = host.includes(":") ? `[${host}]` : host;
+    const targets = engines.map((e, i) => {
+      const url = `http://${urlHost}:${ports[i]!}`;
+      return { id: e.id, url, baseURL: `${url}/v1`, pid: e.child.pid! };
+    });
+    return { targets, modelPath, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
