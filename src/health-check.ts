@@ -20,26 +20,16 @@ export interface HealthCheckOptions<T extends TargetSpec = TargetSpec> {
   /**
    * The health URL of a target. Default: the target's `healthURL` field, else `path` at the
    * origin of its `baseURL` (`http://10.0.0.7:8000/v1` → `http://10.0.0.7:8000/health`). A
-   * target with neither, or whose URL has a user name or password (send credentials in
-   * `headers`), is a TypeError at `createRouter`/`setTargets`.
+   * target with neither, or a URL with credentials, is a TypeError at `createRouter`/`setTargets`.
    */
   url?: (target: T) => string | URL;
   /** Path under the target's origin. @default "/health" */
   path?: string;
   /** Time between two checks of every target, ms. From 100 to 3,600,000. @default 5000 */
   intervalMs?: number;
-  /**
-   * A check that has not answered (body included) after this long fails, ms. A target whose
-   * check has not ended is not checked again meanwhile; the others keep their cadence. From 1 to
-   * 600,000.
-   * @default 2000
-   */
+  /** A check that has not ended after this long fails, ms. From 1 to 600,000. @default 2000 */
   timeoutMs?: number;
-  /**
-   * The largest health body read, bytes. A longer one (declared or counted while reading) is not
-   * read further: the connection is closed and the check fails. From 1 to 1,073,741,824.
-   * @default 65536 (64 KiB)
-   */
+  /** A longer health body fails the check (not read further), bytes. From 1 to 2^30. @default 65536 */
   maxBodyBytes?: number;
   /** Consecutive failed checks that take a target out. From 1 to 100. @default 2 */
   failuresBeforeDown?: number;
@@ -47,7 +37,7 @@ export interface HealthCheckOptions<T extends TargetSpec = TargetSpec> {
   successesBeforeUp?: number;
   /** Headers sent with every check. @default {} */
   headers?: Readonly<Record<string, string>>;
-  /** Timer source of the check loop and of each check's timeout (tests). @default Node's timers, unref'd */
+  /** Timer source of the check loop and timeouts (tests). @default Node's timers, unref'd */
   timers?: Timers;
 }
 

@@ -4,7 +4,6 @@
  * type, RangeError for a value out of range, like every router option). Only an absent value
  * (undefined) takes the default: `null` is a value, and an invalid one.
  */
-import { redactURL } from "./redact.js";
 import { type Timers, UNREF_TIMERS } from "./timers.js";
 import type { TargetSpec } from "../types.js";
 import { checkInteger, checkFunction, describe, orDefault } from "./validate.js";
@@ -72,14 +71,9 @@ export function checkHttpURL(name: string, value: unknown, headersOption = "head
   return url.href;
 }
 
-/** What was received where a URL was expected, for an error message: never its credentials. */
+/** What was received where a URL was expected, for an error message: never a password (before an "@"). */
 function describeURL(value: unknown): string {
-  if (typeof value !== "string" && !(value instanceof URL)) return describe(value);
-  const text = String(value);
-  if (!text.includes("@")) return JSON.stringify(text);
-  const redacted = redactURL(text);
-  // A string that is no URL with an authority can still carry a password before its "@".
-  return redacted.includes("***@") ? JSON.stringify(redacted) : 'a string with "@" (not shown: it may hold a password)';
+  return String(value).includes("@") ? 'a value with "@" (not shown: it may hold a password)' : describe(value);
 }
 
 /** Headers sent with a background request: an object of strings (absent: none). */

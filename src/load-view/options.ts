@@ -44,8 +44,7 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
    * Where a target's metrics are. Default: the target's own `metricsURL` field when it has one,
    * else `/metrics` at the origin of its `baseURL` (an OpenAI target `http://10.0.0.7:8000/v1`
    * → `http://10.0.0.7:8000/metrics`, where vLLM and SGLang serve them). A target with neither,
-   * or whose URL has a user name or password (send credentials in `headers`), is a TypeError at
-   * `createRouter`/`setTargets`.
+   * or a URL with credentials, is a TypeError at `createRouter`/`setTargets`.
    */
   metricsURL?: (target: T) => string | URL;
   /**
@@ -55,17 +54,9 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
    * @default 100
    */
   intervalMs?: number;
-  /**
-   * Timeout of one scrape, body included, ms. A target whose scrape has not ended is not scraped
-   * again meanwhile; the other targets keep their cadence. From 1 to 600,000.
-   * @default 1000
-   */
+  /** Timeout of one scrape, ms. From 1 to 600,000. @default 1000 */
   timeoutMs?: number;
-  /**
-   * The largest `/metrics` body read, bytes. A longer one (declared or counted while reading) is
-   * not read further: the connection is closed and the scrape fails. From 1 to 1,073,741,824.
-   * @default 4194304 (4 MiB)
-   */
+  /** A longer `/metrics` body fails the scrape (not read further), bytes. From 1 to 2^30. @default 4194304 */
   maxBodyBytes?: number;
   /**
    * A target's figure older than this no longer counts (its load is then this router's own).
@@ -85,7 +76,7 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   metrics?: EngineMetricNames;
   /** Headers sent with every scrape (e.g. `Authorization`). @default {} */
   headers?: Readonly<Record<string, string>>;
-  /** Timer source of the poll loop and of each scrape's timeout (tests). @default Node's timers, unref'd */
+  /** Timer source of the poll loop and timeouts (tests). @default Node's timers, unref'd */
   timers?: Timers;
 }
 
