@@ -138,8 +138,7 @@ export class Background<T extends TargetSpec> {
     // The first figures, so that the first decisions see other routers' load (bounded by the
     // view's own timeout; a source that is down leaves the router on its local view).
     await this.view?.ready?.();
-    const health = this.health;
-    if (health !== undefined) void health.checkAll().then(() => health.start());
+    this.health?.start();
   }
 
   stats(): { loadView?: LoadViewStats; membership?: MembershipStats } {
@@ -149,12 +148,14 @@ export class Background<T extends TargetSpec> {
     return out;
   }
 
-  /** Stops every loop and closes the load view. Idempotent. */
+  /**
+   * Stops every loop, aborts the health checks and scrapes in flight (closing their connections)
+   * and closes the load view: nothing of the background keeps the process alive. Idempotent.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.membership?.close();
-    this.health?.close();
-    await this.view?.close();
+    await Promise.all([this.health?.close(), this.view?.close()]);
   }
 }

@@ -9,6 +9,7 @@
 import { RouterError } from "../errors.js";
 import { type Logger, log } from "../logger.js";
 import { optionInteger, optionObject, optionTimers } from "../internal/options.js";
+import { redactText } from "../internal/redact.js";
 import { checkFunction } from "../internal/validate.js";
 import { Repeater, type Timers } from "../internal/timers.js";
 import type { Clock, MembershipStats, TargetSpec } from "../types.js";
@@ -100,7 +101,7 @@ export class MembershipLoop<T extends TargetSpec> {
       return changed;
     } catch (e) {
       this.s.errors++;
-      this.s.lastError = e instanceof Error ? e.message : String(e);
+      this.s.lastError = redactText(e instanceof Error ? e.message : String(e));
       log(this.host.logger, "warn", "prefix-router: membership refresh failed; keeping the current targets", { event: "membership", error: this.s.lastError });
       return false;
     }

@@ -8,6 +8,9 @@ import { type Timers, UNREF_TIMERS } from "./timers.js";
 import type { TargetSpec } from "../types.js";
 import { checkInteger, checkFunction, describe, orDefault } from "./validate.js";
 
+/** The highest `maxBodyBytes` a background feature accepts (1 GiB). */
+export const MAX_BODY_BYTES = 1024 * 1024 * 1024;
+
 export function optionInteger(name: string, value: unknown, fallback: number, min: number, max: number): number {
   return checkInteger(name, orDefault(value, fallback), min, max);
 }
@@ -45,10 +48,11 @@ export function optionTimers(name: string, value: unknown): Timers {
 }
 
 /**
- * An absolute http(s) URL, or a TypeError naming `name` (an option name, or a description that
- * closes the name's backtick itself) and what was received.
+ * An absolute http(s) URL without user name or password, or a TypeError naming `name` (an option
+ * name, or a description that closes the name's backtick itself) and what was received — never a
+ * password: fetch refuses such URLs, and credentials belong in the feature's `headersOption`.
  */
-export function checkHttpURL(name: string, value: unknown): string {
+export function checkHttpURL(name: string, value: unknown, headersOption = "headers"): string {
   let url: URL | undefined;
   if (typeof value === "string" || value instanceof URL) {
     try {
@@ -57,10 +61,19 @@ export function checkHttpURL(name: string, value: unknown): string {
       url = undefined;
     }
   }
+  const option = name.includes("`") ? name : `${name}\``;
   if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
-    throw new TypeError(`Expected \`${name.includes("`") ? name : `${name}\``} to be an absolute http: or https: URL, got ${describe(value)}`);
+    throw new TypeError(`Expected \`${option} to be an absolute http: or https: URL, got ${describeURL(value)}`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new TypeError(`Expected \`${option} to be an absolute http(s) URL without user name or password, got one with credentials for ${url.host} (send them in \`${headersOption}\`)`);
   }
   return url.href;
+}
+
+/** What was received where a URL was expected, for an error message: never a password (before an "@"). */
+function describeURL(value: unknown): string {
+  return String(value).includes("@") ? 'a value with "@" (not shown: it may hold a password)' : describe(value);
 }
 
 /** Headers sent with a background request: an object of strings (absent: none). */
@@ -77,14 +90,15 @@ export function optionHeaders(name: string, value: unknown): Readonly<Record<str
  * Where a background feature reaches a target: `custom(target)` when given (option `option`),
  * else the target's own `field`, else `path` at the origin of its `baseURL`
  * (`http://10.0.0.7:8000/v1` → `http://10.0.0.7:8000/metrics`) — checked as an absolute http(s)
- * URL, a TypeError naming the target otherwise.
+ * URL without credentials, a TypeError naming the target otherwise.
  */
 export function targetURL<T extends TargetSpec>(option: string, field: string, path: string, custom: unknown): (target: T) => string {
   const own = custom === undefined ? undefined : checkFunction<(target: T) => string | URL>(option, custom);
+  const headers = option.replace(/\.[^.]+$/, ".headers");
   return (target) => {
     const id = JSON.stringify(target.id);
-    if (own !== undefined) return checkHttpURL(`${option}(target)\` for target ${id}`, own(target));
-    return checkHttpURL(`${field}\` of target ${id} (its \`${field}\`, else ${path} at the origin of its \`baseURL\`)`, ownURL(target, field, path));
+    if (own !== undefined) return checkHttpURL(`${option}(target)\` for target ${id}`, own(target), headers);
+    return checkHttpURL(`${field}\` of target ${id} (its \`${field}\`, else ${path} at the origin of its \`baseURL\`)`, ownURL(target, field, path), headers);
   };
 }
 

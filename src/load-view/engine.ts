@@ -5,13 +5,16 @@
  * `sglang:num_running_reqs` + `sglang:num_queue_reqs`; summed over label sets, e.g. data-parallel
  * engines) become the target's shared figure. Other routers' load is that figure minus this
  * router's own leases at the scrape (view.ts). Cost per request: none; per target and interval,
- * one HTTP GET and one parse. A target whose scrape fails keeps its last figure until it is
- * `staleAfterMs` old, then counts only this router's leases.
+ * one HTTP GET of at most `maxBodyBytes` and one parse of the configured families' lines. Each
+ * target is scraped on its own: one that answers slowly or not at all delays only its own next
+ * scrape. A target whose scrape fails keeps its last figure until it is `staleAfterMs` old, then
+ * counts only this router's leases.
  */
 import { RouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
-import { Repeater } from "../internal/timers.js";
 import { getText } from "../internal/http-get.js";
+import { Poller } from "../internal/poller.js";
+import { redactText, redactURL } from "../internal/redact.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
 import type { EngineConfig } from "./options.js";
@@ -43,9 +46,13 @@ export interface EngineFigures {
   kvCacheUsage: number | null;
 }
 
-/** @internal Reads the configured gauges from Prometheus text; throws when neither running nor waiting is there. */
+/**
+ * @internal Reads the configured gauges from Prometheus text; throws when neither running nor
+ * waiting is there. Only the lines of the configured families reach the parser (see
+ * {@link familyLines}): its cost does not grow with the rest of the body.
+ */
 export function readEngineFigures(parse: PrometheusParser, text: string, names: EngineConfig<TargetSpec>["metrics"]): EngineFigures {
-  const families = new Map(parse(text).map((f) => [f.name, f]));
+  const families = new Map(parse(familyLines(text, [...names.running, ...names.waiting, ...names.kvCacheUsage])).map((f) => [f.name, f]));
   const sum = (list: readonly string[]): number | null => {
     for (const name of list) {
       const f = families.get(name);
@@ -67,7 +74,35 @@ export function readEngineFigures(parse: PrometheusParser, text: string, names: 
   return { running: running ?? 0, waiting: waiting ?? 0, kvCacheUsage: sum(names.kvCacheUsage) };
 }
 
+/**
+ * @internal The lines of the families in `names` — their samples (`name{…} v`, `name v`) and
+ * their `# HELP name …` and `# TYPE name …` lines — family after family, each in body order, with
+ * a final line break. Cost: one pass of a regular expression over the body (native, linear), then
+ * a slice per line found. The rest of the body (histograms, per-adapter series) never reaches the
+ * parser, whose cost is then that of the gauges read, not of the body.
+ */
+export function familyLines(text: string, names: readonly string[]): string {
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return "";
+  const alternatives = unique.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
+  const line = new RegExp(`^[ \\t]*(# (?:HELP|TYPE) )?(${alternatives})([ \\t{])[^\\n]*`, "gm");
+  const byName = new Map<string, string[]>();
+  for (const m of text.matchAll(line)) {
+    // A HELP or TYPE line names its family and a space; a sample continues with labels or a value.
+    if (m[1] !== undefined && m[3] !== " ") continue;
+    const name = m[2] as string;
+    let lines = byName.get(name);
+    if (lines === undefined) byName.set(name, (lines = []));
+    lines.push(m[0].trim());
+  }
+  let out = "";
+  // The parser emits a family when the next one starts: every line ends with a line break.
+  for (const lines of byName.values()) out += `${lines.join("\n")}\n`;
+  return out;
+}
+
 interface Scraped {
+  id: string;
   url: string;
   /** Other routers' requests at the last scrape; NaN when unknown or stale. */
   others: number;
@@ -76,6 +111,10 @@ interface Scraped {
   figures: EngineFigures | null;
   atMs: number;
   fresh: boolean;
+  /** At least one scrape of this URL has ended (answered or failed). */
+  tried: boolean;
+  /** Why its last scrape failed (credentials redacted); `null` after a success. */
+  error: string | null;
   /** A stale warning was logged and no fresh figure came since. */
   warned: boolean;
 }
@@ -86,11 +125,13 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
   version = 0;
   private targets = new Map<string, Scraped>();
   private readonly own = new OwnCounts();
-  private readonly loop: Repeater;
+  private readonly poller: Poller<Scraped>;
   private started = false;
-  /** The first round of scrapes (each bounded by `timeoutMs`). */
+  /** The first scrape of every target (each bounded by `timeoutMs`). */
   private firstRound: Promise<void> = Promise.resolve();
   private closed = false;
+  /** A figure changed since the version last moved. */
+  private changed = false;
   private errors = 0;
   private refreshes = 0;
   private lastError: string | null = null;
@@ -102,7 +143,15 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     private readonly host: LoadViewHost,
     private readonly parse: PrometheusParser,
   ) {
-    this.loop = new Repeater(config.timers, () => config.intervalMs, () => this.refresh());
+    // Every target on its own cadence: one that hangs until its timeout delays only itself. Each
+    // tick also ages the figures, so a hanging target goes stale on time.
+    this.poller = new Poller(
+      config.timers,
+      config.intervalMs,
+      () => this.targets.values(),
+      (s, signal) => this.scrape(s, signal),
+      () => this.settle(true),
+    );
   }
 
   /** Throws a TypeError for a target without a metrics URL. */
@@ -115,14 +164,20 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     for (const t of targets) {
       const url = this.config.metricsURL(t);
       const old = this.targets.get(t.id);
-      next.set(t.id, old !== undefined && old.url === url ? old : { url, others: Number.NaN, own: 0, figures: null, atMs: Number.NaN, fresh: false, warned: false });
+      next.set(
+        t.id,
+        old !== undefined && old.url === url
+          ? old
+          : { id: t.id, url, others: Number.NaN, own: 0, figures: null, atMs: Number.NaN, fresh: false, tried: false, error: null, warned: false },
+      );
     }
     this.targets = next;
+    this.changed = true;
     this.settle(false);
     if (!this.started && !this.closed) {
       this.started = true;
       this.firstRound = this.refresh();
-      void this.firstRound.then(() => this.loop.start());
+      this.poller.start();
     }
   }
 
@@ -154,10 +209,12 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     this.own.add(id, -1);
   }
 
-  /** Scrapes every target once (the loop calls it; tests may too). Never rejects. */
-  async refresh(): Promise<void> {
-    await Promise.all([...this.targets].map(([id, s]) => this.scrape(id, s)));
-    this.settle(true);
+  /**
+   * Scrapes every target that has no scrape in flight, once (the poll loop runs the same on its
+   * own; tests may call it); resolves when those scrapes ended. Never rejects.
+   */
+  refresh(): Promise<void> {
+    return this.poller.pollAll();
   }
 
   stats(): LoadViewStats & { kvCacheUsage: Record<string, number | null> } {
@@ -172,54 +229,85 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     return { source: this.source, healthy, lastRefreshAtMs: this.lastRefreshAtMs, errors: this.errors, refreshes: this.refreshes, lastError: this.lastError, others, kvCacheUsage: kv };
   }
 
-  /** Stops polling; the figures stop counting at once (the router is back on its local view). */
+  /**
+   * Stops polling and aborts the scrapes in flight (their connections closed); the figures stop
+   * counting at once (the router is back on its local view).
+   */
   async close(): Promise<void> {
     this.closed = true;
-    this.loop.stop();
+    this.changed = true;
     this.settle(false);
+    await this.poller.close();
   }
 
-  private async scrape(id: string, s: Scraped): Promise<void> {
-    let figures: EngineFigures;
+  private async scrape(s: Scraped, signal: AbortSignal): Promise<void> {
+    let figures: EngineFigures | undefined;
+    let error: string | undefined;
     try {
-      const { status, text } = await getText(s.url, this.config.headers, this.config.timeoutMs);
-      if (status !== 200) throw new Error(`HTTP ${status} from ${s.url}`);
+      const { status, text } = await getText(s.url, {
+        headers: this.config.headers,
+        timeoutMs: this.config.timeoutMs,
+        maxBodyBytes: this.config.maxBodyBytes,
+        maxBodyOption: "loadView.maxBodyBytes",
+        timers: this.config.timers,
+        signal,
+      });
+      if (status !== 200) throw new Error(`HTTP ${status}`);
       figures = readEngineFigures(this.parse, text, this.config.metrics);
     } catch (e) {
-      if (this.closed) return;
-      this.errors++;
-      this.lastError = `${id}: ${e instanceof Error ? e.message : String(e)}`;
-      log(this.host.logger, "debug", "prefix-router: metrics scrape failed", { event: "load-view", target: id, url: s.url, error: this.lastError });
-      return;
+      error = redactText(e instanceof Error ? e.message : String(e));
     }
-    if (this.closed || this.targets.get(id) !== s) return;
-    const now = this.host.clock.now();
-    s.figures = figures;
-    s.own = this.own.get(id);
-    s.others = Math.max(0, figures.running + figures.waiting - s.own);
-    s.atMs = now;
-    this.refreshes++;
-    this.lastRefreshAtMs = now;
+    if (this.closed || this.targets.get(s.id) !== s) return;
+    s.tried = true;
+    if (figures === undefined) {
+      this.errors++;
+      s.error = error ?? "unknown error";
+      this.lastError = `${s.id}: ${s.error}`;
+      log(this.host.logger, "debug", "prefix-router: metrics scrape failed", { event: "load-view", target: s.id, url: redactURL(s.url), error: s.error });
+    } else {
+      const now = this.host.clock.now();
+      s.error = null;
+      s.figures = figures;
+      s.own = this.own.get(s.id);
+      s.others = Math.max(0, figures.running + figures.waiting - s.own);
+      s.atMs = now;
+      this.refreshes++;
+      this.lastRefreshAtMs = now;
+      this.changed = true;
+    }
+    this.settle(true);
   }
 
-  /** Marks figures fresh or stale by age (logging changes after a scrape round); bumps the version. */
+  /**
+   * Marks figures fresh or stale by age (after a scrape or a tick, logging changes of targets
+   * scraped at least once); moves the version when anything a decision reads changed.
+   */
   private settle(afterScrape: boolean): void {
     const now = this.host.clock.now();
     let anyFresh = false;
-    for (const [id, s] of this.targets) {
-      s.fresh = !this.closed && s.figures !== null && now - s.atMs <= this.config.staleAfterMs;
-      if (!s.fresh) s.others = Number.NaN;
-      anyFresh ||= s.fresh;
-      if (!afterScrape || this.closed) continue;
-      if (!s.fresh && !s.warned) {
+    let changed = this.changed;
+    for (const s of this.targets.values()) {
+      const fresh = !this.closed && s.figures !== null && now - s.atMs <= this.config.staleAfterMs;
+      if (fresh !== s.fresh) changed = true;
+      s.fresh = fresh;
+      if (!fresh) s.others = Number.NaN;
+      anyFresh ||= fresh;
+      if (!afterScrape || this.closed || !s.tried) continue;
+      if (!fresh && !s.warned) {
         s.warned = true;
-        log(this.host.logger, "warn", "prefix-router: no fresh engine metrics for target; counting this router's requests only", { event: "load-view", target: id, url: s.url, error: this.lastError });
-      } else if (s.fresh && s.warned) {
+        log(this.host.logger, "warn", "prefix-router: no fresh engine metrics for target; counting this router's requests only", {
+          event: "load-view",
+          target: s.id,
+          url: redactURL(s.url),
+          error: s.error,
+        });
+      } else if (fresh && s.warned) {
         s.warned = false;
-        log(this.host.logger, "info", "prefix-router: engine metrics fresh again for target", { event: "load-view", target: id });
+        log(this.host.logger, "info", "prefix-router: engine metrics fresh again for target", { event: "load-view", target: s.id });
       }
     }
     this.anyFresh = anyFresh;
-    this.version++;
+    this.changed = false;
+    if (changed) this.version++;
   }
 }

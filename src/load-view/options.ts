@@ -3,6 +3,7 @@
  * in engine.ts and redis.ts; view.ts has the contract and the arithmetic.
  */
 import {
+  MAX_BODY_BYTES,
   optionHeaders,
   optionInteger,
   optionObject,
@@ -42,8 +43,8 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   /**
    * Where a target's metrics are. Default: the target's own `metricsURL` field when it has one,
    * else `/metrics` at the origin of its `baseURL` (an OpenAI target `http://10.0.0.7:8000/v1`
-   * → `http://10.0.0.7:8000/metrics`, where vLLM and SGLang serve them). A target with neither
-   * is a TypeError at `createRouter`/`setTargets`.
+   * → `http://10.0.0.7:8000/metrics`, where vLLM and SGLang serve them). A target with neither,
+   * or a URL with credentials, is a TypeError at `createRouter`/`setTargets`.
    */
   metricsURL?: (target: T) => string | URL;
   /**
@@ -55,6 +56,8 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   intervalMs?: number;
   /** Timeout of one scrape, ms. From 1 to 600,000. @default 1000 */
   timeoutMs?: number;
+  /** A longer `/metrics` body fails the scrape (not read further), bytes. From 1 to 2^30. @default 4194304 */
+  maxBodyBytes?: number;
   /**
    * A target's figure older than this no longer counts (its load is then this router's own).
    * From 1 to 3,600,000.
@@ -73,7 +76,7 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   metrics?: EngineMetricNames;
   /** Headers sent with every scrape (e.g. `Authorization`). @default {} */
   headers?: Readonly<Record<string, string>>;
-  /** Timer source of the poll loop (tests). @default Node's timers, unref'd */
+  /** Timer source of the poll loop and timeouts (tests). @default Node's timers, unref'd */
   timers?: Timers;
 }
 
@@ -137,6 +140,7 @@ export type LoadViewOption<T extends TargetSpec = TargetSpec> =
 export const DEFAULT_LOAD_VIEW = Object.freeze({
   engineIntervalMs: 100,
   engineTimeoutMs: 1000,
+  engineMaxBodyBytes: 4 * 1024 * 1024,
   redisUrl: "redis://127.0.0.1:6379",
   redisKeyPrefix: "prefix-router",
   leaseTtlMs: 15_000,
@@ -152,6 +156,7 @@ export interface EngineConfig<T extends TargetSpec> {
   readonly metricsURL: (target: T) => string;
   readonly intervalMs: number;
   readonly timeoutMs: number;
+  readonly maxBodyBytes: number;
   readonly staleAfterMs: number;
   readonly peers: number;
   readonly metrics: Readonly<Required<EngineMetricNames>>;
@@ -216,6 +221,7 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
     metricsURL: targetURL<T>("loadView.metricsURL", "metricsURL", "/metrics", o["metricsURL"]),
     intervalMs,
     timeoutMs: optionInteger("loadView.timeoutMs", o["timeoutMs"], DEFAULT_LOAD_VIEW.engineTimeoutMs, 1, 600_000),
+    maxBodyBytes: optionInteger("loadView.maxBodyBytes", o["maxBodyBytes"], DEFAULT_LOAD_VIEW.engineMaxBodyBytes, 1, MAX_BODY_BYTES),
     staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], intervalMs),
     peers: optionInteger("loadView.peers", o["peers"], 1, 1, 1024),
     metrics: Object.freeze({

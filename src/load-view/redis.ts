@@ -25,6 +25,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { importPeer } from "../internal/optional-peer.js";
+import { redactText, redactURL } from "../internal/redact.js";
 import { Repeater } from "../internal/timers.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
@@ -370,7 +371,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
 
   private fail(e: unknown, counted: boolean): void {
     if (this.closed) return;
-    const message = e instanceof Error ? e.message : String(e);
+    const message = redactText(e instanceof Error ? e.message : String(e));
     this.lastError = message;
     if (counted) {
       this.errors++;
@@ -405,15 +406,4 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.client.connect().catch((e: unknown) => this.fail(e, true));
   }
 
-}
-
-/** The URL without its password, for logs. */
-function redactURL(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    return u.href;
-  } catch {
-    return "(invalid URL)";
-  }
 }

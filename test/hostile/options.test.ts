@@ -138,6 +138,9 @@ describe("createRouter: every option, hostile values", () => {
     ["loadView engine intervalMs null", { targets: openaiTargets, loadView: { source: "engine", intervalMs: null } }, "loadView.intervalMs"],
     ["loadView engine metrics.running empty", { targets: openaiTargets, loadView: { source: "engine", metrics: { running: [] } } }, "loadView.metrics.running"],
     ["loadView engine headers with a number", { targets: openaiTargets, loadView: { source: "engine", headers: { authorization: 5 } } }, "loadView.headers.authorization"],
+    ["loadView engine maxBodyBytes 0", { targets: openaiTargets, loadView: { source: "engine", maxBodyBytes: 0 } }, "loadView.maxBodyBytes"],
+    ["loadView engine maxBodyBytes null", { targets: openaiTargets, loadView: { source: "engine", maxBodyBytes: null } }, "loadView.maxBodyBytes"],
+    ["loadView engine maxBodyBytes 2^31", { targets: openaiTargets, loadView: { source: "engine", maxBodyBytes: 2 ** 31 } }, "loadView.maxBodyBytes"],
     ["loadView engine metricsURL a string", { targets: openaiTargets, loadView: { source: "engine", metricsURL: "http://x/metrics" } }, "loadView.metricsURL"],
     ["loadView engine, a target without baseURL", { targets, loadView: { source: "engine" } }, "metricsURL"],
     ["loadView engine, a target's metricsURL ftp", { targets: [{ id: "a", metricsURL: "ftp://x/metrics" }], loadView: { source: "engine" } }, "metricsURL"],
@@ -150,6 +153,8 @@ describe("createRouter: every option, hostile values", () => {
     ["healthCheck.path relative", { targets: openaiTargets, healthCheck: { path: "health" } }, "healthCheck.path"],
     ["healthCheck.intervalMs 0", { targets: openaiTargets, healthCheck: { intervalMs: 0 } }, "healthCheck.intervalMs"],
     ["healthCheck.headers with a number", { targets: openaiTargets, healthCheck: { headers: { authorization: 5 } } }, "healthCheck.headers.authorization"],
+    ["healthCheck.maxBodyBytes 0", { targets: openaiTargets, healthCheck: { maxBodyBytes: 0 } }, "healthCheck.maxBodyBytes"],
+    ["healthCheck.maxBodyBytes 1.5", { targets: openaiTargets, healthCheck: { maxBodyBytes: 1.5 } }, "healthCheck.maxBodyBytes"],
     ["healthCheck.failuresBeforeDown null", { targets: openaiTargets, healthCheck: { failuresBeforeDown: null } }, "healthCheck.failuresBeforeDown"],
     ["healthCheck, a target without baseURL", { targets, healthCheck: true }, "healthURL"],
   ];

@@ -1,13 +1,13 @@
 /** Timers a test fires by hand: nothing runs until `fire()`. */
 export class ManualTimers {
   private next = 1;
-  private readonly pending = new Map<number, () => void>();
+  private readonly pending = new Map<number, { callback: () => void; ms: number }>();
   /** The delay of every timer set, in order. */
   readonly delays: number[] = [];
 
   setTimeout = (callback: () => void, ms?: number): number => {
     const handle = this.next++;
-    this.pending.set(handle, callback);
+    this.pending.set(handle, { callback, ms: ms ?? 0 });
     this.delays.push(ms ?? 0);
     return handle;
   };
@@ -20,10 +20,17 @@ export class ManualTimers {
     return this.pending.size;
   }
 
-  /** Runs every timer set so far (not the ones they set). */
-  fire(): void {
-    const due = [...this.pending.values()];
-    this.pending.clear();
-    for (const f of due) f();
+  /** Pending timers set with delay `ms` (a loop's interval, a request's timeout). */
+  count(ms: number): number {
+    let n = 0;
+    for (const t of this.pending.values()) if (t.ms === ms) n++;
+    return n;
+  }
+
+  /** Runs every timer set so far (not the ones they set); with `ms`, only those set with that delay. */
+  fire(ms?: number): void {
+    const due = [...this.pending].filter(([, t]) => ms === undefined || t.ms === ms);
+    for (const [handle] of due) this.pending.delete(handle);
+    for (const [, t] of due) t.callback();
   }
 }
