@@ -24,7 +24,7 @@
  */
 import { createHmac } from "node:crypto";
 import { RouterError } from "../errors.js";
-import { checkOneOf, describe } from "../internal/validate.js";
+import { checkOneOf, describe, quoteShort } from "../internal/validate.js";
 import { validateTenant } from "../routing-key.js";
 
 /** Whether tenants share the engines' prefix caches (`"none"`) or each gets its own (`"tenant"`, vLLM `cache_salt`). */
@@ -121,7 +121,7 @@ export class TenantIdentity<R> {
       if (named !== undefined && named !== tenant) {
         throw new RouterError(
           "ERR_TENANT_MISMATCH",
-          `With \`isolation: "tenant"\` the \`tenant\` option decides the tenant: the request's \`${carried.idField}\` names ${shortly(named)}, the option gives ${tenant === undefined ? "none" : JSON.stringify(tenant)}`,
+          `With \`isolation: "tenant"\` the \`tenant\` option decides the tenant: the request's \`${carried.idField}\` names ${quoteShort(named)}, the option gives ${tenant === undefined ? "none" : JSON.stringify(tenant)}`,
         );
       }
     } else {
@@ -157,12 +157,6 @@ export interface CarriedTenant {
   readonly idField: string;
   /** The request's own `cache_salt`, as it has it: `undefined` for none. */
   readonly salt: unknown;
-}
-
-/** A value for an error message: a string quoted and cut to 64 characters, anything else described. */
-function shortly(value: unknown): string {
-  if (typeof value !== "string") return describe(value);
-  return value.length <= 64 ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, 64))}… (${value.length} characters)`;
 }
 
 /** The members of `fields` that have a value and that `body` lacks, in order. A value the request already carries is never replaced. */
