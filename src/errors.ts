@@ -17,6 +17,13 @@ export type RouterErrorCode =
   | "ERR_INVALID_BODY"
   /** A tenant id that is not 1–64 printable ASCII characters. */
   | "ERR_INVALID_TENANT"
+  /**
+   * Under `isolation: "tenant"`, a request whose own tenant fields disagree with the tenant
+   * prefix-router resolves: its `prompt_cache_key` / `PrefixAwareId` names another tenant than
+   * the adapter's `tenant` option gives, or it carries a `cache_salt` other than its tenant's.
+   * Refused, nothing sent.
+   */
+  | "ERR_TENANT_MISMATCH"
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"
   /** No target serves the requested model, or every target that does is draining (weight 0). */

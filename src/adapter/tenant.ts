@@ -3,9 +3,14 @@
  * carries it — so the routing key, the OpenAI `prompt_cache_key`, vLLM's `cache_salt` and
  * SageMaker's `PrefixAwareId` can never disagree. Both adapters use it.
  *
- * Resolution: the id the request itself carries (OpenAI `prompt_cache_key`, SageMaker
- * `PrefixAwareId`) wins; otherwise the adapter's `tenant` option — a fixed id, or a function of
- * the request. The router checks the result like every tenant id: 1–64 printable ASCII characters.
+ * Resolution: without isolation, the id the request itself carries (OpenAI `prompt_cache_key`,
+ * SageMaker `PrefixAwareId`) wins; otherwise the adapter's `tenant` option — a fixed id, or a
+ * function of the request. Under `isolation: "tenant"` with a `tenant` option, the option alone
+ * decides: the application derives it from its own authentication, while the body is whatever the
+ * caller wrote, so a request whose `prompt_cache_key` / `PrefixAwareId` names another tenant, or
+ * that brings its own `cache_salt`, is refused with `ERR_TENANT_MISMATCH` before anything is sent
+ * (taking the body's word would hand one tenant another's cache namespace). The router checks the
+ * result like every tenant id: 1–64 printable ASCII characters.
  *
  * Isolation: with `isolation: "tenant"`, a request with a tenant also gets vLLM's `cache_salt`,
  * which makes the engine keep that tenant's prefix-cache blocks apart from every other tenant's
@@ -14,9 +19,12 @@
  * (CVE-2025-46570) at the price of recomputing prefixes that tenants share. The salt is the
  * tenant id itself, or, with `cacheSaltSecret`, HMAC-SHA256(secret, tenant) in base64url — 43
  * characters, the length vLLM recommends — so that knowing a tenant id does not give its salt.
+ * Only prefix-router writes `cache_salt` under isolation: a request that carries one (other than
+ * the very salt its tenant gets) is refused, whether or not there is a `tenant` option.
  */
 import { createHmac } from "node:crypto";
-import { checkOneOf, describe } from "../internal/validate.js";
+import { RouterError } from "../errors.js";
+import { checkOneOf, describe, quoteShort } from "../internal/validate.js";
 import { validateTenant } from "../routing/routing-key.js";
 
 /** Whether tenants share the engines' prefix caches (`"none"`) or each gets its own (`"tenant"`, vLLM `cache_salt`). */
@@ -29,9 +37,11 @@ export const DEFAULT_ISOLATION: TenantIsolation = "none";
 export interface TenantOptions<R> {
   /**
    * The tenant of each request: a fixed id, or a function of the request returning an id (or
-   * `undefined` for none). An id carried by the request itself (OpenAI `prompt_cache_key`,
-   * SageMaker `PrefixAwareId`) takes precedence. It feeds the routing key, `prompt_cache_key`
-   * (OpenAI), `PrefixAwareId` (SageMaker) and, with `isolation: "tenant"`, `cache_salt`.
+   * `undefined` for none). Derive it from your own authentication. It feeds the routing key,
+   * `prompt_cache_key` (OpenAI), `PrefixAwareId` (SageMaker) and, with `isolation: "tenant"`,
+   * `cache_salt`. Without isolation an id carried by the request itself (OpenAI
+   * `prompt_cache_key`, SageMaker `PrefixAwareId`) takes precedence; with `isolation: "tenant"`
+   * this option decides, and a request that names another tenant fails with `ERR_TENANT_MISMATCH`.
    * 1–64 printable ASCII characters; anything else fails the request with `ERR_INVALID_TENANT`.
    * @default undefined — only ids carried by the requests
    */
@@ -39,7 +49,9 @@ export interface TenantOptions<R> {
   /**
    * `"tenant"` also sends vLLM's `cache_salt`, so each tenant gets its own prefix-cache namespace
    * on the engines; `"none"` lets tenants share cached prefixes (a timing side channel between
-   * them, and more cache hits). See docs/tenants.md.
+   * them, and more cache hits). Under `"tenant"` only prefix-router writes `cache_salt`, and a
+   * `tenant` option overrules the request's own ids: a request that brings its own salt or names
+   * another tenant fails with `ERR_TENANT_MISMATCH`, nothing sent. See docs/tenants.md.
    * @default "none"
    */
   isolation?: TenantIsolation;
@@ -93,12 +105,40 @@ export class TenantIdentity<R> {
   }
 
   /**
-   * The request's tenant: `carried` (the id the request carries) when present, else the option's
-   * (`request` is called only for a `tenant` function). Not validated here: the router checks
-   * every tenant id and fails the request with `ERR_INVALID_TENANT`.
+   * The request's tenant and `cache_salt` (see the file header for which source wins). `carried`
+   * is what the request says itself: the id it names (`undefined` or `null`: none; any other
+   * value is an id, which the router checks and refuses with `ERR_INVALID_TENANT` when it is no
+   * valid one) and its own `cache_salt`. `request` is called only for a `tenant` function.
+   *
+   * @throws {RouterError} `ERR_TENANT_MISMATCH` under `isolation: "tenant"`: the request names
+   * another tenant than the `tenant` option's, or carries a `cache_salt` other than its tenant's
    */
-  of(carried: string | undefined, request: () => R): string | undefined {
-    if (carried !== undefined) return carried;
+  resolve(carried: CarriedTenant, request: () => R): { tenant: string | undefined; salt: string | undefined } {
+    const named = carried.id === undefined || carried.id === null ? undefined : carried.id;
+    let tenant: string | undefined;
+    if (this.isolation === "tenant" && (this.fixed !== undefined || this.derive !== undefined)) {
+      tenant = this.option(request);
+      if (named !== undefined && named !== tenant) {
+        throw new RouterError(
+          "ERR_TENANT_MISMATCH",
+          `With \`isolation: "tenant"\` the \`tenant\` option decides the tenant: the request's \`${carried.idField}\` names ${quoteShort(named)}, the option gives ${tenant === undefined ? "none" : JSON.stringify(tenant)}`,
+        );
+      }
+    } else {
+      tenant = named !== undefined ? (named as string) : this.option(request);
+    }
+    const salt = this.salt(tenant);
+    if (this.isolation === "tenant" && carried.salt !== undefined && carried.salt !== salt) {
+      // Never echo a salt: with `cacheSaltSecret` it is the secret's output.
+      throw new RouterError(
+        "ERR_TENANT_MISMATCH",
+        `With \`isolation: "tenant"\` prefix-router sets \`cache_salt\` from the tenant: the request carries a \`cache_salt\` of its own${tenant === undefined ? " and has no tenant" : ` that is not tenant ${JSON.stringify(tenant)}'s`}`,
+      );
+    }
+    return { tenant, salt };
+  }
+
+  private option(request: () => R): string | undefined {
     return this.derive === undefined ? this.fixed : this.derive(request());
   }
 
@@ -109,19 +149,47 @@ export class TenantIdentity<R> {
   }
 }
 
-/**
- * `body` with each field of `fields` that has a value and that `body` lacks added; `body` itself
- * when nothing is added. A value the request already carries is never replaced.
- */
-export function withFields(
+/** What a request carries of its own tenant fields (see {@link TenantIdentity.resolve}). */
+export interface CarriedTenant {
+  /** The tenant id the request names, as it names it: `undefined` or `null` for none. */
+  readonly id: unknown;
+  /** The field that names it, for messages: `prompt_cache_key` or `PrefixAwareId`. */
+  readonly idField: string;
+  /** The request's own `cache_salt`, as it has it: `undefined` for none. */
+  readonly salt: unknown;
+}
+
+/** The members of `fields` that have a value and that `body` lacks, in order. A value the request already carries is never replaced. */
+export function missingFields(
   body: Readonly<Record<string, unknown>>,
   fields: Readonly<Record<string, string | undefined>>,
-): Readonly<Record<string, unknown>> {
-  let out: Record<string, unknown> | undefined;
-  for (const [name, value] of Object.entries(fields)) {
-    if (value === undefined || body[name] !== undefined) continue;
-    out ??= { ...body };
-    out[name] = value;
-  }
-  return out ?? body;
+): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined && body[name] === undefined) out.push([name, value]);
+  return out;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * The JSON text of an object with `members` appended before its closing brace; the text before
+ * is kept byte for byte. `text` must be the JSON text of `object` (valid, an object), and
+ * `object` must lack every member: no parse, no re-serialization, so nesting of any depth costs
+ * nothing and the body goes out as it came plus the members. Bytes in, bytes out.
+ */
+export function appendMembers<B extends string | Uint8Array>(text: B, object: Readonly<Record<string, unknown>>, members: readonly [string, string][]): B {
+  if (members.length === 0) return text;
+  let added = members.map(([name, value]) => `${JSON.stringify(name)}:${JSON.stringify(value)}`).join(",");
+  if (Object.keys(object).length > 0) added = `,${added}`;
+  // Valid JSON ends with the object's `}` and then only whitespace.
+  let end = text.length - 1;
+  while (end >= 0 && (typeof text === "string" ? text.charCodeAt(end) : (text[end] as number)) !== 0x7d) end--;
+  if (end < 0) throw new TypeError("Expected the JSON text of an object");
+  if (typeof text === "string") return (text.slice(0, end) + added + text.slice(end)) as B;
+  const bytes = encoder.encode(added);
+  const out = new Uint8Array(text.length + bytes.length);
+  out.set(text.subarray(0, end), 0);
+  out.set(bytes, end);
+  out.set(text.subarray(end), end + bytes.length);
+  return out as B;
 }

@@ -10,6 +10,12 @@ export function describe(value: unknown): string {
   return String(value);
 }
 
+/** A value for an error message: a string quoted and cut to `max` characters (saying how long it was), anything else described. */
+export function quoteShort(value: unknown, max = 64): string {
+  if (typeof value !== "string") return describe(value);
+  return value.length <= max ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, max))}… (${value.length} characters)`;
+}
+
 export function checkInteger(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value)) {
     throw new TypeError(`Expected \`${name}\` to be an integer from ${min} to ${max}, got ${describe(value)}`);

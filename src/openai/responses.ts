@@ -17,7 +17,9 @@
  *
  * Cost: a JSON body is scanned until its top-level `id` (the first key on vLLM and OpenAI), a
  * stream's events are those the usage scanner parses anyway; memory: one LRU entry per response
- * (the id and the target id).
+ * (the id and the target id). An id is taken only when it is 1 to {@link MAX_RESPONSE_ID_CHARS}
+ * characters ({@link responseIdOf}, one rule for JSON bodies and streams): a server cannot make
+ * the adapter keep ids of any size.
  */
 import { LRUCache } from "lru-cache";
 import { JsonUsageScanner, SseUsageScanner, type UsageScanner } from "../adapter/usage.js";
@@ -38,6 +40,14 @@ export interface ResponseAffinityOptions {
 /** Default {@link ResponseAffinityOptions}. */
 export const DEFAULT_RESPONSE_AFFINITY: Readonly<Required<ResponseAffinityOptions>> = Object.freeze({ maxEntries: 100_000 });
 
+/** Longest response id remembered; a longer string is no response id (vLLM's and OpenAI's are under 100 characters). */
+export const MAX_RESPONSE_ID_CHARS = 512;
+
+/** `value` when it can be a response id to remember: a string of 1 to {@link MAX_RESPONSE_ID_CHARS} characters. */
+export function responseIdOf(value: unknown): string | undefined {
+  return typeof value === "string" && value.length > 0 && value.length <= MAX_RESPONSE_ID_CHARS ? value : undefined;
+}
+
 /** Which target served which response id. */
 export class ResponseAffinity {
   private readonly targets: LRUCache<string, string>;
@@ -51,8 +61,9 @@ export class ResponseAffinity {
     return this.targets.get(id);
   }
 
+  /** Remembers that `targetId` served response `id`; an id {@link responseIdOf} refuses is not kept. */
   remember(id: string, targetId: string): void {
-    this.targets.set(id, targetId);
+    if (responseIdOf(id) !== undefined) this.targets.set(id, targetId);
   }
 }
 
@@ -142,8 +153,7 @@ function typeOf(data: string): string | undefined {
 
 function idOfCreated(data: string): string | undefined {
   try {
-    const id = (JSON.parse(data) as { response?: { id?: unknown } }).response?.id;
-    return typeof id === "string" && id.length > 0 ? id : undefined;
+    return responseIdOf((JSON.parse(data) as { response?: { id?: unknown } }).response?.id);
   } catch {
     return undefined;
   }
@@ -172,9 +182,6 @@ class IdScanningJson implements UsageScanner {
     return this.usage.result();
   }
 }
-
-/** Longest id kept; a longer string is no response id. */
-const MAX_ID = 512;
 
 /**
  * Finds the string value of the top-level `"id"` key of a JSON object read chunk by chunk, and
@@ -209,7 +216,7 @@ export class TopLevelId {
           this.inString = false;
           if (this.topLevel) this.string(this.text);
         } else if (this.text !== undefined) {
-          this.text = this.text.length < MAX_ID ? this.text + s[i] : undefined;
+          this.text = this.text.length < MAX_RESPONSE_ID_CHARS ? this.text + s[i] : undefined;
         }
         continue;
       }
@@ -235,7 +242,7 @@ export class TopLevelId {
   /** A depth-1 string ended; `undefined` when it cannot be an id. */
   private string(value: string | undefined): void {
     if (this.valueOfId) {
-      if (value !== undefined && value.length > 0) this.id = value;
+      this.id = responseIdOf(value);
       this.done = true;
     } else {
       this.lastString = value;

@@ -49,7 +49,8 @@ import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchO
  * {@link routeOpenAI} does the wiring.
  *
  * Routing errors (`ERR_NO_ELIGIBLE_TARGET` for a model no target serves, `ERR_INVALID_TENANT`
- * for a bad `prompt_cache_key`, `ERR_INVALID_JSON` for a body that does not parse,
+ * for a bad `prompt_cache_key`, `ERR_TENANT_MISMATCH` under `isolation: "tenant"` for a body that
+ * names another tenant or brings its own `cache_salt`, `ERR_INVALID_JSON` for a body that does not parse,
  * `ERR_CROSS_ORIGIN` for a URL that would leave the target) reject the call with a
  * {@link RouterError}, and nothing is sent. A connection refused everywhere rejects with the
  * underlying fetch's error once the attempts are used up; a connection that failed after the
@@ -136,6 +137,8 @@ interface Outgoing {
   init: RequestInit;
   signal: AbortSignal | null | undefined;
   route: RouteRequest;
+  /** The body's text or bytes, when it was read. */
+  raw: string | Uint8Array | undefined;
   replayable: boolean;
   /** The body asks for a stream (`stream: true`). */
   streaming: boolean;
@@ -164,7 +167,7 @@ class RoutedSender<T extends OpenAITarget> {
       if (out.signal?.aborted === true) throw abortReason(out.signal);
       const relative = relativeTo(this.clientBase, out.url);
       if (relative === undefined) return await this.underlying.call(undefined, out.url.href, out.init);
-      out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path);
+      out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path, out.raw);
       const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
       // Only the replica that served a stored response can continue it: one attempt, there.
       const pinned = call?.refersTo === undefined ? undefined : this.affinity?.targetOf(call.refersTo);
@@ -274,7 +277,7 @@ class RoutedSender<T extends OpenAITarget> {
     } else if (raw !== undefined && this.router.mode === "bytes") {
       route.body = raw;
     }
-    return { url: parseRequestURL(url), init: merged, signal: merged.signal, route, replayable, streaming: parsed?.stream === true };
+    return { url: parseRequestURL(url), init: merged, signal: merged.signal, route, raw, replayable, streaming: parsed?.stream === true };
   }
 
   private baseOf(target: T): Base {

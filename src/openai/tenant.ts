@@ -1,10 +1,11 @@
 /**
  * The tenant of an OpenAI-compatible request (see adapter/tenant.ts): resolved once, set as the
  * routing key's tenant, and written into the body of generation requests as `prompt_cache_key`
- * and, with `isolation: "tenant"`, vLLM's `cache_salt` — fields the request already carries are
- * left as they are.
+ * and, with `isolation: "tenant"`, vLLM's `cache_salt`. The fields are appended to the body's
+ * text, which is otherwise sent as it came; a field the request already carries is left as it is
+ * (under isolation a request whose fields disagree with its tenant is refused before that).
  */
-import { type TenantIdentity, withFields } from "../adapter/tenant.js";
+import { type TenantIdentity, appendMembers, missingFields } from "../adapter/tenant.js";
 import type { RouteRequest } from "../types.js";
 
 /** What a `tenant` function of the OpenAI adapter is called with. */
@@ -22,7 +23,10 @@ const GENERATION_PATH = /\/(?:chat\/completions|completions|responses)$/;
 
 /**
  * Sets `route.tenant` and returns the `init` to send: the same one, or one whose body carries the
- * tenant's fields. `path` is the request's path relative to the client's base.
+ * tenant's fields. `path` is the request's path relative to the client's base; `raw` the body's
+ * text (or bytes) that `route.body` was parsed from.
+ *
+ * @throws {RouterError} `ERR_TENANT_MISMATCH` (see {@link TenantIdentity.resolve})
  */
 export function applyTenant(
   identity: TenantIdentity<OpenAITenantRequest>,
@@ -30,18 +34,21 @@ export function applyTenant(
   url: URL,
   init: RequestInit,
   path: string,
+  raw: string | Uint8Array | undefined,
 ): RequestInit {
   const body = isPlainObject(route.body) ? route.body : undefined;
-  const carried = typeof body?.["prompt_cache_key"] === "string" ? (body["prompt_cache_key"] as string) : undefined;
-  const tenant = identity.of(carried, () => ({ url, headers: new Headers(init.headers), body }));
+  const { tenant, salt } = identity.resolve(
+    { id: body?.["prompt_cache_key"], idField: "prompt_cache_key", salt: body?.["cache_salt"] },
+    () => ({ url, headers: new Headers(init.headers), body }),
+  );
   if (tenant === undefined) return init;
   route.tenant = tenant;
-  if (body === undefined || !GENERATION_PATH.test(path)) return init;
-  const stamped = withFields(body, { prompt_cache_key: tenant, cache_salt: identity.salt(tenant) });
-  if (stamped === body) return init;
+  if (body === undefined || raw === undefined || !GENERATION_PATH.test(path)) return init;
+  const added = missingFields(body, { prompt_cache_key: tenant, cache_salt: salt });
+  if (added.length === 0) return init;
   const headers = new Headers(init.headers);
   headers.delete("content-length");
-  return { ...init, headers, body: JSON.stringify(stamped) };
+  return { ...init, headers, body: appendMembers(raw, body, added) as BodyInit };
 }
 
 function isPlainObject(value: unknown): value is Readonly<Record<string, unknown>> {

@@ -13,7 +13,7 @@ import { parseJson } from "../routing/canonical-json.js";
 import { RouterError } from "../errors.js";
 import { hexKey } from "../internal/hex.js";
 import { PrefixWriter } from "../routing/prefix-writer.js";
-import { describe } from "../internal/validate.js";
+import { describe, quoteShort } from "../internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "../options.js";
 import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-prefix.js";
@@ -251,7 +251,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
         "ERR_TARGET_GONE",
         target === undefined
           ? `Target ${JSON.stringify(id)} is no longer in the target set`
-          : `Target ${JSON.stringify(id)} no longer serves model ${JSON.stringify(prepared.model)}`,
+          : `Target ${JSON.stringify(id)} no longer serves model ${quoteShort(prepared.model, 128)}`,
       );
     }
     return this.take(snap, { index, kind: "affinity", rank: 0 }, prepared, attempt, now, () => undefined);

@@ -6,6 +6,7 @@
  */
 import { LRUCache } from "lru-cache";
 import { RouterError } from "../errors.js";
+import { quoteShort } from "../internal/validate.js";
 import { RendezvousTable } from "../routing/rendezvous.js";
 import type { PickContext } from "../strategies/strategy.js";
 import type { LoadFigures } from "../load-view/view.js";
@@ -14,6 +15,13 @@ import type { TargetSpec } from "../types.js";
 
 /** Model names remembered per snapshot: clients may send any model name. */
 const MODEL_CACHE_SIZE = 1024;
+/**
+ * Characters of model names the cache holds at most, all entries together (at most 512 KiB of
+ * strings): a client sending huge distinct names cannot make the cache keep more.
+ */
+export const MODEL_CACHE_MAX_CHARS = 256 * 1024;
+/** A model name longer than this is looked up on every request and never remembered. */
+export const MODEL_CACHE_MAX_NAME_CHARS = 1024;
 const EMPTY = new Int32Array(0);
 
 export class Snapshot<T extends TargetSpec> {
@@ -21,8 +29,13 @@ export class Snapshot<T extends TargetSpec> {
   readonly table: RendezvousTable;
   /** Indices of targets with weight > 0, for requests without a model. */
   readonly all: Int32Array;
-  /** model → indices of targets with weight > 0 serving it. */
-  private readonly byModel = new LRUCache<string, Int32Array>({ max: MODEL_CACHE_SIZE });
+  /** model → indices of targets with weight > 0 serving it; bounded in entries and in characters. */
+  private readonly byModel = new LRUCache<string, Int32Array>({
+    max: MODEL_CACHE_SIZE,
+    maxSize: MODEL_CACHE_MAX_CHARS,
+    maxEntrySize: MODEL_CACHE_MAX_NAME_CHARS,
+    sizeCalculation: (_value, model) => Math.max(1, model.length),
+  });
 
   constructor(
     readonly targets: readonly T[],
@@ -63,7 +76,7 @@ export class Snapshot<T extends TargetSpec> {
     if (list.length === 0) {
       throw new RouterError(
         "ERR_NO_ELIGIBLE_TARGET",
-        model === undefined ? "Every target is draining (weight 0)" : `No target with weight > 0 serves model ${JSON.stringify(model)}`,
+        model === undefined ? "Every target is draining (weight 0)" : `No target with weight > 0 serves model ${quoteShort(model, 128)}`,
       );
     }
     return list;

@@ -6,6 +6,7 @@ import { canonicalize, parseJson } from "../routing/canonical-json.js";
 import { isRouterError } from "../errors.js";
 import { describe } from "../internal/validate.js";
 import { isJsonMediaType, mayBeJson } from "../adapter/json.js";
+import { appendMembers } from "../adapter/tenant.js";
 
 const encoder = new TextEncoder();
 
@@ -62,6 +63,11 @@ export interface PreparedBody {
   routing: unknown;
   /** What is sent. */
   wire: string | Uint8Array | undefined;
+  /**
+   * The parsed JSON value when the body was read as JSON, also when it is nested too deep to be
+   * canonicalized (then `routing` and `wire` are the raw body); `undefined` otherwise.
+   */
+  json?: unknown;
 }
 
 /**
@@ -87,19 +93,27 @@ export function prepareBody(body: string | Uint8Array | undefined, contentType: 
   } catch (error) {
     // Nested deeper than the canonicalizer goes (a deep tool schema is valid JSON): sent as it
     // came, and routed on its raw bytes.
-    if (isRouterError(error) && error.code === "ERR_TOO_DEEP") return { routing: body, wire: body };
+    if (isRouterError(error) && error.code === "ERR_TOO_DEEP") return { routing: body, wire: body, json: value };
     throw error;
   }
-  return { routing: value, wire: encoder.encode(canonical) };
+  return { routing: value, wire: encoder.encode(canonical), json: value };
+}
+
+/** The JSON object a prepared body holds, if it holds one. */
+export function objectOf(prepared: PreparedBody): Record<string, unknown> | undefined {
+  const { json } = prepared;
+  return json !== null && typeof json === "object" && !Array.isArray(json) ? (json as Record<string, unknown>) : undefined;
 }
 
 /**
- * The wire body with vLLM's `cache_salt` added: only for a JSON object body that was
- * canonicalized and carries no `cache_salt` of its own (anything else is sent as prepared).
+ * The wire body with vLLM's `cache_salt` added: only for a JSON object body that carries no
+ * `cache_salt` of its own (anything else is sent as prepared). A canonicalized body stays
+ * canonical; one nested too deep to be canonicalized is sent as it came with the salt appended.
  */
 export function saltBody(prepared: PreparedBody, salt: string | undefined): string | Uint8Array | undefined {
   const { routing, wire } = prepared;
-  if (salt === undefined || routing === wire || routing === null || typeof routing !== "object" || Array.isArray(routing)) return wire;
-  if ((routing as Record<string, unknown>)["cache_salt"] !== undefined) return wire;
-  return encoder.encode(canonicalize({ ...(routing as Record<string, unknown>), cache_salt: salt }));
+  const object = objectOf(prepared);
+  if (salt === undefined || wire === undefined || object === undefined || object["cache_salt"] !== undefined) return wire;
+  if (routing !== object) return appendMembers(wire, object, [["cache_salt", salt]]);
+  return encoder.encode(canonicalize({ ...object, cache_salt: salt }));
 }

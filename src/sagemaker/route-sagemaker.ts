@@ -31,7 +31,7 @@ import { describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets, withTargetCheck } from "../options.js";
 import { createRouter } from "../router/router.js";
 import type { Lease, RouteRequest, Router } from "../types.js";
-import { prepareBody, readBody, saltBody } from "./body.js";
+import { objectOf, prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 import { LeasedEventStream } from "./stream.js";
 import { PREFIX_AWARE_ID_HEADER, type SageMakerAdapterOptions, type SageMakerTargetFields, type SageMakerTenantRequest } from "./target.js";
@@ -70,7 +70,9 @@ export { PREFIX_AWARE_ID_HEADER };
  * the target most likely to hold the body's prefix in cache. Other commands pass through.
  *
  * - Routing input: the first `prefixLength` bytes of the canonical JSON body (raw bytes for
- *   non-JSON bodies); `PrefixAwareId` is the tenant and is forwarded unchanged; `TargetModel`
+ *   non-JSON bodies); `PrefixAwareId` is the tenant and is forwarded unchanged (under
+ *   `isolation: "tenant"` with a `tenant` option it must be the option's tenant, and the body may
+ *   carry no `cache_salt` of its own: `ERR_TENANT_MISMATCH` otherwise); `TargetModel`
  *   selects the targets whose `models` list it (targets without `models` serve every model).
  * - The lease is held until the response has been read: for `InvokeEndpoint` until `send`
  *   resolves, for a stream until it ends, fails, or the consumer stops iterating.
@@ -197,8 +199,11 @@ function routedSend(
     const prepared = prepareBody(await readBody(input.Body), input.ContentType, canonicalizeBody);
     const { routing } = prepared;
     // A carried PrefixAwareId that is no string reaches the router, which rejects it.
-    const tenant = input.PrefixAwareId !== undefined ? (input.PrefixAwareId as string) : identity.of(undefined, () => ({ input, body: routing }));
-    const wire = saltBody(prepared, identity.salt(tenant));
+    const { tenant, salt } = identity.resolve(
+      { id: input.PrefixAwareId, idField: "PrefixAwareId", salt: objectOf(prepared)?.["cache_salt"] },
+      () => ({ input, body: routing }),
+    );
+    const wire = saltBody(prepared, salt);
     const model = input.TargetModel;
     const request: RouteRequest = {
       body: routing,

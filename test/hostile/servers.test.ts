@@ -309,3 +309,54 @@ describe("answers that count against a target, and answers that do not", () => {
     expect(["a", "b"]).toContain(res.headers.get("x-prefix-router-target"));
   });
 });
+
+describe("Responses ids: a server cannot make the adapter keep ids of any size", () => {
+  const usage = { input_tokens: 40, input_tokens_details: { cached_tokens: 0 }, output_tokens: 1, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 41 };
+  const response = (id: string, status: string) => ({ id, object: "response", created_at: 0, model: "m", status, output: [], usage: status === "completed" ? usage : null });
+  const event = (type: string, fields: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...fields })}\n\n`;
+
+  /** A Responses server: `POST /responses` with `stream` answers with `idOf(n)` in `response.created`, without it as the JSON body's `id`. */
+  function responsesServer(idOf: (n: number) => string): Behaviour {
+    let created = 0;
+    let followUps = 0;
+    return (_req, res, seen) => {
+      const body = JSON.parse(seen.body) as { stream?: boolean; previous_response_id?: string };
+      // A follow-up gets a short id of its own.
+      const id = body.previous_response_id === undefined ? idOf(created++) : `resp_followup_${followUps++}`;
+      if (body.stream === true) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.write(event("response.created", { sequence_number: 0, response: response(id, "in_progress") }));
+        res.write(event("response.output_text.delta", { sequence_number: 1, item_id: "msg_1", output_index: 0, content_index: 0, delta: "x", logprobs: [] }));
+        res.end(event("response.completed", { sequence_number: 2, response: response(id, "completed") }));
+      } else {
+        res.writeHead(200, { "content-type": "application/json" });
+        res.end(JSON.stringify(response(id, "completed")));
+      }
+    };
+  }
+
+  /** Creates a response (streamed or not) through the real openai client, then continues it; returns the follow-up's pick kind. */
+  async function followUpKind(client: OpenAI, infos: RoutedRequestInfo[], stream: boolean): Promise<string | undefined> {
+    let id: string | undefined;
+    if (stream) {
+      for await (const e of await client.responses.create({ model: "m", input: "first turn", stream: true })) if (e.type === "response.created") id = e.response.id;
+    } else {
+      id = (await client.responses.create({ model: "m", input: "first turn" })).id;
+    }
+    await client.responses.create({ model: "m", input: "second turn", previous_response_id: id! });
+    return infos.at(-1)?.kind;
+  }
+
+  it.each([
+    ["streamed", true],
+    ["JSON", false],
+  ])("%s: an id of 512 characters is remembered, one of 513 or 1 MiB is not (the follow-up is routed like any request)", async (_name, stream) => {
+    const sizes = [512, 513, 1024 * 1024, 512];
+    both(responsesServer((n) => `resp_${String(n)}`.padEnd(sizes[n]!, "x")));
+    const { client, router, infos } = await openai({}, 0);
+    const kinds: (string | undefined)[] = [];
+    for (let i = 0; i < sizes.length; i++) kinds.push(await followUpKind(client, infos, stream as boolean));
+    expect(kinds.map((k) => k === "affinity")).toEqual([true, false, false, true]);
+    expect(router.stats().totals.inflight).toBe(0);
+  });
+});

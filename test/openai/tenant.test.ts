@@ -54,7 +54,7 @@ const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
 ];
 
 describe("the tenant on the OpenAI wire", () => {
-  it("chat: a tenant function feeds the routing key, prompt_cache_key and cache_salt; a carried prompt_cache_key wins", async () => {
+  it("chat: a tenant function feeds the routing key, prompt_cache_key and cache_salt; under isolation a body naming another tenant is refused", async () => {
     const rec = recordingFetch();
     const tenants: (string | undefined)[] = [];
     const routed = await client(
@@ -62,15 +62,27 @@ describe("the tenant on the OpenAI wire", () => {
       { fetch: rec.fetch, tenant: ({ headers }) => headers.get("x-org") ?? undefined, isolation: "tenant", onDecision: (d) => tenants.push(d.tenant) },
     );
     await routed.chat.completions.create({ model: DEFAULT_MODEL, messages }, { headers: { "x-org": "acme" } });
-    await routed.chat.completions.create({ model: DEFAULT_MODEL, messages, prompt_cache_key: "globex" }, { headers: { "x-org": "acme" } });
+    const foreign = routed.chat.completions.create({ model: DEFAULT_MODEL, messages, prompt_cache_key: "globex" }, { headers: { "x-org": "acme" } });
+    await expect(foreign).rejects.toMatchObject({ status: 400, code: "ERR_TENANT_MISMATCH" });
     await routed.chat.completions.create({ model: DEFAULT_MODEL, messages });
-    expect(tenants).toEqual(["acme", "globex", undefined]);
+    expect(tenants).toEqual(["acme", undefined]);
     expect(rec.bodies.map((b) => [b["prompt_cache_key"], b["cache_salt"]])).toEqual([
       ["acme", "acme"],
-      ["globex", "globex"],
       [undefined, undefined],
     ]);
     expect(rec.bodies[0]!["messages"]).toEqual(messages);
+  });
+
+  it("chat without isolation: a carried prompt_cache_key wins over the tenant function (it only moves routing)", async () => {
+    const rec = recordingFetch();
+    const tenants: (string | undefined)[] = [];
+    const routed = await client(
+      fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` })),
+      { fetch: rec.fetch, tenant: ({ headers }) => headers.get("x-org") ?? undefined, onDecision: (d) => tenants.push(d.tenant) },
+    );
+    await routed.chat.completions.create({ model: DEFAULT_MODEL, messages, prompt_cache_key: "globex" }, { headers: { "x-org": "acme" } });
+    expect(tenants).toEqual(["globex"]);
+    expect(rec.bodies.map((b) => [b["prompt_cache_key"], b["cache_salt"]])).toEqual([["globex", undefined]]);
   });
 
   it("responses: the same fields on /responses; without isolation no cache_salt", async () => {

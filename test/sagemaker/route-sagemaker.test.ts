@@ -316,7 +316,7 @@ describe("tenants", () => {
     expect(sent).toHaveLength(0);
   });
 
-  it("feeds PrefixAwareId and, with isolation, cache_salt in the canonical body from one tenant function", async () => {
+  it("feeds PrefixAwareId and, with isolation, cache_salt in the canonical body from one tenant function; a PrefixAwareId naming another tenant is refused", async () => {
     const decisions: (string | undefined)[] = [];
     const sm = await routed({
       tenant: ({ body }) => (body as { user?: string }).user,
@@ -325,12 +325,15 @@ describe("tenants", () => {
     });
     const body = { ...chatBody("tenant function", "q"), user: "acme" };
     const out = await sm.send(invoke(json(body, 2)));
-    await sm.send(invoke(json(body), { PrefixAwareId: "globex" }));
+    // Under isolation the option decides: a command naming another tenant is refused, nothing sent.
+    const foreign = await sm.send(invoke(json(body), { PrefixAwareId: "globex" })).catch((e: unknown) => e);
+    expect(isRouterError(foreign) && foreign.code).toBe("ERR_TENANT_MISMATCH");
+    await sm.send(invoke(json(body), { PrefixAwareId: "acme" }));
     await sm.send(invoke(json(chatBody("tenant function", "q"))));
-    expect(decisions).toEqual(["acme", "globex", undefined]);
-    expect(sent.map((s) => s.headers["x-amzn-sagemaker-prefix-aware-id"])).toEqual(["acme", "globex", undefined]);
+    expect(decisions).toEqual(["acme", "acme", undefined]);
+    expect(sent.map((s) => s.headers["x-amzn-sagemaker-prefix-aware-id"])).toEqual(["acme", "acme", undefined]);
     expect(sent[0]!.body).toBe(canonicalize({ ...body, cache_salt: "acme" }));
-    expect(JSON.parse(sent[1]!.body)).toMatchObject({ cache_salt: "globex" });
+    expect(sent[1]!.body).toBe(sent[0]!.body);
     expect(JSON.parse(sent[2]!.body)).not.toHaveProperty("cache_salt");
     expect(servedBy(out.CustomAttributes).instance).toBe(sm.router.rank({ body, tenant: "acme" }).targets[0]?.id);
   });

@@ -13,11 +13,11 @@ import { BenchError } from "../common/errors.js";
 import { runBenchmark } from "../bench/run.js";
 import type { BenchRow } from "../bench/simulate.js";
 import { DEFAULT_ENGINE_CONFIG } from "../fleet/config.js";
-import { type FixGain, type LogProfile, type PassSettings, profileLog, replayFixes } from "./analysis.js";
+import { type FixGain, type LogProfile, type PassSettings, type SkippedLine, profileLog, replayFixes } from "./analysis.js";
 import type { DriftStats } from "./drift.js";
 import { type LineSource, fileLines, memoryLines } from "./lines.js";
 import { logWorkload } from "./log-workload.js";
-import { DEFAULT_OUTPUT_TOKENS, type LogRequest } from "./records.js";
+import { type BadLines, DEFAULT_BAD_LINES, DEFAULT_OUTPUT_TOKENS, type LogRequest } from "./records.js";
 import { type Recommendation, recommend } from "./recommend.js";
 import { applyFixes, segmentsOf } from "./segments.js";
 import { describeValue } from "./variants.js";
@@ -58,6 +58,21 @@ export interface AdviseOptions {
   routers?: number;
   /** Smallest reuse loss reported as a drift finding, a fraction of all prompt tokens. @default 0.002 */
   minLoss?: number;
+  /**
+   * Longest line a log file (or a string in memory) may have, bytes, its `\n` not counted; from 1
+   * to 268,435,456 (256 MiB). A longer line is a bad line (see `badLines`): it is never held whole,
+   * its bytes are only counted as they stream past. Read by {@link adviseLog} and
+   * {@link adviseRequests}; a {@link LineSource} passed to {@link advise} brings its own.
+   * @default DEFAULT_MAX_LINE_BYTES (67,108,864: 64 MiB)
+   */
+  maxLineBytes?: number;
+  /**
+   * What a bad line does — one that is no JSON, no request, nested deeper than `MAX_LOG_DEPTH`
+   * (1,024) levels, or longer than `maxLineBytes`: `"fail"` stops the run with `ERR_LOG_FORMAT`
+   * naming its line; `"skip"` leaves it out and counts it (`skippedLines`, `skipped`).
+   * @default "fail"
+   */
+  badLines?: BadLines;
   /** Called as the work advances. */
   onProgress?: (progress: AdviseProgress) => void;
 }
@@ -131,6 +146,10 @@ export interface AdviseReport {
   readonly recommendation: Recommendation | undefined;
   /** The recommended settings on the log with every finding fixed (when there are findings). */
   readonly fixedRow: BenchRow | undefined;
+  /** Bad lines left out under `badLines: "skip"` (0 otherwise). */
+  readonly skippedLines: number;
+  /** The first ten of them, with the error each would have stopped the run with. */
+  readonly skipped: readonly SkippedLine[];
 }
 
 /**
@@ -150,6 +169,8 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
   const ratePerSecond = options.ratePerSecond ?? instances;
   if (!(ratePerSecond > 0 && Number.isFinite(ratePerSecond))) throw optionError("ratePerSecond", "a number > 0", ratePerSecond);
   const minLoss = options.minLoss ?? 0.002;
+  const badLines = options.badLines ?? DEFAULT_BAD_LINES;
+  if (badLines !== "fail" && badLines !== "skip") throw optionError("badLines", '"fail" or "skip"', badLines);
   const progress = options.onProgress;
   const bytes = source.bytes;
   const settings = (stage: AdviseProgress["stage"]): PassSettings => ({
@@ -157,6 +178,7 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
     pooledBlocks: instances * Math.floor(capacityTokens / blockTokens),
     outputTokens,
     maxRequests,
+    badLines,
     ...(progress !== undefined && bytes !== undefined && bytes > 0 ? { onBytes: (b: number) => progress({ stage, fraction: b / bytes }) } : {}),
   });
 
@@ -186,6 +208,7 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
     ratePerSecond,
     outputTokens,
     maxRequests,
+    badLines,
   };
   let rows: BenchRow[] = [];
   let recommendation: Recommendation | undefined;
@@ -243,6 +266,8 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
     rows,
     recommendation,
     fixedRow,
+    skippedLines: profile.skippedLines,
+    skipped: profile.skipped,
   };
 }
 
@@ -250,13 +275,13 @@ export async function advise(source: LineSource, options: AdviseOptions = {}): P
  * Advises on requests in memory: request bodies (or log lines as objects or JSON text, see
  * docs/advise.md), in arrival order. For a test suite: `simulate: false` returns in milliseconds.
  */
-export function adviseRequests(requests: readonly unknown[], options: AdviseOptions = {}): Promise<AdviseReport> {
-  return advise(memoryLines(requests), options);
+export async function adviseRequests(requests: readonly unknown[], options: AdviseOptions = {}): Promise<AdviseReport> {
+  return advise(memoryLines(requests, options.maxLineBytes), options);
 }
 
-/** Advises on a JSONL request log file, read in constant memory (several passes). */
-export function adviseLog(path: string, options: AdviseOptions = {}): Promise<AdviseReport> {
-  return advise(fileLines(path), options);
+/** Advises on a JSONL request log file, read in constant memory and linear time (several passes). */
+export async function adviseLog(path: string, options: AdviseOptions = {}): Promise<AdviseReport> {
+  return advise(fileLines(path, options.maxLineBytes), options);
 }
 
 const pct = (v: number) => `${Math.round(100 * v)}%`;

@@ -20,7 +20,7 @@ import { renderPrompt } from "../fleet/template.js";
 import { blockKeys, countTokens } from "../fleet/tokenizer.js";
 import { type DriftStats, DriftAnalyzer } from "./drift.js";
 import type { LineSource } from "./lines.js";
-import { type LogEntry, readEntry } from "./records.js";
+import { type BadLines, type LogEntry, readEntryOr } from "./records.js";
 import { type Fix, applyFixes, segmentsOf } from "./segments.js";
 
 /** One paged LRU cache of `blocks` blocks that sees every request in turn (no concurrency). */
@@ -67,9 +67,22 @@ export interface PassSettings {
   readonly pooledBlocks: number;
   readonly outputTokens: number;
   readonly maxRequests: number;
+  /** What a bad line does. */
+  readonly badLines: BadLines;
   /** Called with the bytes read so far. */
   readonly onBytes?: (bytes: number) => void;
 }
+
+/** A log line left out under `badLines: "skip"`. */
+export interface SkippedLine {
+  /** 1-based line of the log. */
+  readonly line: number;
+  /** Why: the `ERR_LOG_FORMAT` message the line would have stopped the run with. */
+  readonly message: string;
+}
+
+/** Skipped lines whose reason a profile keeps; the rest are only counted. */
+export const SKIPPED_EXAMPLES = 10;
 
 /** What pass 1 learned. */
 export interface LogProfile {
@@ -89,6 +102,9 @@ export interface LogProfile {
   readonly analyzer: DriftAnalyzer;
   /** Requests whose JSON differed from an earlier one's only in key order, per place. */
   readonly keyOrder: ReadonlyMap<string, number>;
+  /** Bad lines left out (`badLines: "skip"`), and the first {@link SKIPPED_EXAMPLES} of them. */
+  readonly skippedLines: number;
+  readonly skipped: readonly SkippedLine[];
 }
 
 /** A request's prompt as the engine sees it: its block keys and token count. */
@@ -97,13 +113,13 @@ function promptOf(body: ChatBody, blockTokens: number): { keys: Float64Array; to
   return { keys: blockKeys(prompt, blockTokens, body.model), tokens: countTokens(prompt) };
 }
 
-/** The entries of `source`, at most `max` requests; one trace text source per pass. */
-function* entries(source: LineSource, settings: PassSettings): Generator<{ entry: LogEntry; body: ChatBody }> {
+/** The entries of `source`, at most `max` requests; one trace text source per pass. `onSkip` sees each bad line skipped. */
+function* entries(source: LineSource, settings: PassSettings, onSkip?: (error: BenchError) => void): Generator<{ entry: LogEntry; body: ChatBody }> {
   const text = traceText(1);
   let n = 0;
   for (const line of source.lines(settings.onBytes)) {
     if (n >= settings.maxRequests) return;
-    const entry = readEntry(line, source.name, settings.outputTokens);
+    const entry = readEntryOr(settings.badLines, line, source.name, settings.outputTokens, onSkip);
     if (entry === undefined) continue;
     const body = entry.kind === "trace" ? traceRequest(entry.record, "", 0, text, MOONCAKE_BLOCK_TOKENS).body : entry.body;
     n++;
@@ -125,7 +141,13 @@ export function profileLog(source: LineSource, settings: PassSettings): LogProfi
   let stamped = 0;
   let firstMs = Infinity;
   let lastMs = -Infinity;
-  for (const { entry, body } of entries(source, settings)) {
+  let skippedLines = 0;
+  const skipped: SkippedLine[] = [];
+  const onSkip = (e: BenchError): void => {
+    skippedLines++;
+    if (skipped.length < SKIPPED_EXAMPLES) skipped.push({ line: e.line ?? 0, message: e.message });
+  };
+  for (const { entry, body } of entries(source, settings, onSkip)) {
     const k = entry.kind === "trace" ? "trace" : "requests";
     if (kind !== undefined && kind !== k) throw mixed(source, entry.line);
     kind = k;
@@ -169,6 +191,8 @@ export function profileLog(source: LineSource, settings: PassSettings): LogProfi
     pooledHitRate: pooled.hitRate,
     analyzer,
     keyOrder,
+    skippedLines,
+    skipped,
   };
 }
 

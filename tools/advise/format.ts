@@ -7,6 +7,8 @@ import type { AdviseReport } from "./advise.js";
 
 const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
 const int = (v: number) => Math.round(v).toLocaleString("en-US");
+/** Skipped lines printed with their reason. */
+const SHOWN_SKIPPED = 3;
 const quote = (s: string) => JSON.stringify(s.length > 60 ? `${s.slice(0, 57)}...` : s);
 
 /** The terminal summary of `report`. */
@@ -16,6 +18,12 @@ export function formatAdvice(report: AdviseReport): string {
   out.push(
     `${report.source}: ${int(report.requests)} ${report.kind === "trace" ? "trace records" : "requests"}, ${int(report.promptTokens)} prompt tokens, ${span}` +
       (report.tenants > 0 ? `, ${int(report.tenants)} tenants` : ""),
+  );
+  if (report.skippedLines > 0) {
+    out.push(`Skipped ${int(report.skippedLines)} bad ${report.skippedLines === 1 ? "line" : "lines"}${report.skippedLines > SHOWN_SKIPPED ? `, the first ${SHOWN_SKIPPED}` : ""}:`);
+    for (const s of report.skipped.slice(0, SHOWN_SKIPPED)) out.push(`  ${s.message}`);
+  }
+  out.push(
     "",
     "Reuse (share of prompt tokens a prefix cache could serve):",
   );

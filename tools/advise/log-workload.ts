@@ -10,7 +10,7 @@ import type { BenchRequest, ChatBody, Workload } from "../bench/workload.js";
 import { MOONCAKE_BLOCK_TOKENS } from "../bench/trace.js";
 import { Rng, mix32 } from "../sim/random.js";
 import type { LineSource } from "./lines.js";
-import { type LogRequest, readEntry } from "./records.js";
+import { type BadLines, type LogRequest, readEntryOr } from "./records.js";
 
 /** How a log is replayed. */
 export interface LogReplay {
@@ -28,6 +28,8 @@ export interface LogReplay {
   readonly outputTokens: number;
   /** Replay at most this many requests. */
   readonly maxRequests: number;
+  /** What a bad line does (pass 1 counted the skipped ones). */
+  readonly badLines: BadLines;
   /** The body to send for a request (a fixed copy, for counterfactual replays). @default its own body */
   readonly bodyOf?: (request: LogRequest) => ChatBody;
 }
@@ -48,7 +50,7 @@ export function logWorkload(source: LineSource, replay: LogReplay): Workload {
       let n = 0;
       for (const line of source.lines()) {
         if (n >= replay.maxRequests) return;
-        const e = readEntry(line, source.name, replay.outputTokens);
+        const e = readEntryOr(replay.badLines, line, source.name, replay.outputTokens);
         if (e === undefined) continue;
         const stamp = e.kind === "trace" ? e.record.timestampMs : e.timestampMs;
         let arrivalMs: number;

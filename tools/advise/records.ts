@@ -16,9 +16,13 @@
  * the wrapper's `tenant`, else `prompt_cache_key` or `PrefixAwareId`. The answer length is
  * `output_tokens` or the logged response's usage, else the body's `max_tokens` (or
  * `max_completion_tokens`, `max_output_tokens`, `parameters.max_new_tokens`), else a default.
+ *
+ * A line is refused (`ERR_LOG_FORMAT`, naming it) when it is longer than the reader's
+ * `maxLineBytes`, is no JSON, or nests arrays and objects deeper than {@link MAX_LOG_DEPTH}
+ * levels — checked right after parsing, without recursion, so no later step can run out of stack.
  */
 import stableStringify from "fast-json-stable-stringify";
-import { BenchError } from "../common/errors.js";
+import { BenchError, isBenchError } from "../common/errors.js";
 import { type TraceRecord, MOONCAKE_BLOCK_TOKENS, traceRecordOf } from "../bench/trace.js";
 import type { ChatBody, ChatMessage, ChatTool } from "../bench/workload.js";
 import type { LogLine } from "./lines.js";
@@ -61,6 +65,9 @@ export type LogEntry = LogRequest | LogTrace;
 /** Answer length when a line says nothing about it, tokens. */
 export const DEFAULT_OUTPUT_TOKENS = 200;
 
+/** Deepest nesting of arrays and objects a log line may have (a top-level object is level 1), as `canonicalize` takes. */
+export const MAX_LOG_DEPTH = 1024;
+
 type Json = Record<string, unknown>;
 
 const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -74,6 +81,10 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
     const text = line.text.length > 120 ? `${line.text.slice(0, 117)}...` : line.text;
     throw new BenchError("ERR_LOG_FORMAT", `${source}:${line.line}: ${why}${text === "" ? "" : ` (line: ${text})`}`, { line: line.line, cause });
   };
+  if (line.tooLong !== undefined) {
+    const { bytes, maxLineBytes } = line.tooLong;
+    return fail(`the line is ${int(bytes)} bytes, longer than the ${int(maxLineBytes)} a line may have (\`maxLineBytes\`); it was not read`);
+  }
   let value = line.value;
   if (value === undefined) {
     if (line.text.trim() === "") return undefined;
@@ -83,6 +94,7 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
       fail("not valid JSON", e);
     }
   }
+  if (deeperThan(value, MAX_LOG_DEPTH)) return fail(`nested deeper than ${int(MAX_LOG_DEPTH)} levels`);
   if (!isObject(value)) return fail("expected a JSON object");
   if ("hash_ids" in value) return { kind: "trace", line: line.line, record: traceRecordOf(value, MOONCAKE_BLOCK_TOKENS, fail) };
   let body: unknown = value;
@@ -96,6 +108,7 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
       } catch (e) {
         fail("the `body` string is not JSON", e);
       }
+      if (deeperThan(body, MAX_LOG_DEPTH)) return fail(`the \`body\` string is nested deeper than ${int(MAX_LOG_DEPTH)} levels`);
     }
   }
   if (!isObject(body)) return fail("expected a request body (an object with `messages`, `input`, `prompt` or `inputs`)");
@@ -112,6 +125,57 @@ export function readEntry(line: LogLine, source: string, outputTokens = DEFAULT_
     outputTokens: answerTokens(wrapper, body, outputTokens),
     keyOrders: keyOrdersOf(body),
   };
+}
+
+const int = (v: number) => v.toLocaleString("en-US");
+
+/**
+ * Whether `value` nests arrays and objects deeper than `max` levels: a walk with its own stack,
+ * linear in the value, that stops at the first container past `max`.
+ */
+export function deeperThan(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  const stack: unknown[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const node = stack.pop() as object;
+    const depth = depths.pop() as number;
+    if (depth > max) return true;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    for (const child of children) {
+      if (child !== null && typeof child === "object") {
+        stack.push(child);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
+/** What a bad log line does: stop the run with its `ERR_LOG_FORMAT` error, or be left out and counted. */
+export type BadLines = "fail" | "skip";
+
+/** Bad lines stop the run by default. */
+export const DEFAULT_BAD_LINES: BadLines = "fail";
+
+/**
+ * {@link readEntry}, where a bad line (`ERR_LOG_FORMAT`) is `undefined` under `"skip"`, after
+ * `onSkip` has seen its error.
+ */
+export function readEntryOr(
+  badLines: BadLines,
+  line: LogLine,
+  source: string,
+  outputTokens: number,
+  onSkip?: (error: BenchError) => void,
+): LogEntry | undefined {
+  try {
+    return readEntry(line, source, outputTokens);
+  } catch (e) {
+    if (badLines !== "skip" || !isBenchError(e) || e.code !== "ERR_LOG_FORMAT") throw e;
+    onSkip?.(e);
+    return undefined;
+  }
 }
 
 function keyOrdersOf(body: Json): KeyOrder[] {

@@ -81,6 +81,57 @@ describe("prefix-router advise", () => {
   });
 });
 
+describe("hostile lines", () => {
+  const chat = (content: string) => JSON.stringify({ model: "m", messages: [{ role: "user", content }] });
+  /** A valid request nested `depth` levels deep in an unused field — built as text: no recursion. */
+  const deep = (depth: number) => `{"model":"m","messages":[{"role":"user","content":"x"}],"metadata":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+
+  async function failure(promise: Promise<unknown>): Promise<{ code?: unknown; line?: unknown; message?: unknown } | undefined> {
+    return promise.then(
+      () => undefined,
+      (e: unknown) => e as { code?: unknown; line?: unknown; message?: unknown },
+    );
+  }
+
+  it("a line nested 50,000 levels deep is ERR_LOG_FORMAT naming its line, not a stack overflow; 1,024 levels are read", async () => {
+    const path = file("deep.jsonl", [chat("a"), deep(50_000), chat("c")]);
+    const error = await failure(adviseLog(path, { simulate: false }));
+    expect(error).toMatchObject({ code: "ERR_LOG_FORMAT", line: 2 });
+    expect(String(error?.message)).toContain(`${path}:2: nested deeper than 1,024 levels`);
+    expect(await failure(adviseLog(file("deep-1024.jsonl", [chat("a"), deep(1024)]), { simulate: false }))).toBeUndefined();
+    expect(await failure(adviseLog(file("deep-1025.jsonl", [chat("a"), deep(1025)]), { simulate: false }))).toMatchObject({ line: 2 });
+    // In memory too: the same line as JSON text.
+    expect(await failure(adviseRequests([chat("a"), deep(50_000)], { simulate: false }))).toMatchObject({ code: "ERR_LOG_FORMAT", line: 2 });
+  });
+
+  it("a line longer than maxLineBytes is ERR_LOG_FORMAT naming its line and the option, valid JSON or not", async () => {
+    const long = chat("b".repeat(2 * 1024 * 1024));
+    const path = file("long.jsonl", [chat("a"), long, chat("c")]);
+    const error = await failure(adviseLog(path, { simulate: false, maxLineBytes: 1024 * 1024 }));
+    expect(error).toMatchObject({ code: "ERR_LOG_FORMAT", line: 2 });
+    expect(String(error?.message)).toBe(`${path}:2: the line is ${(long.length + 1).toLocaleString("en-US")} bytes, longer than the 1,048,576 a line may have (\`maxLineBytes\`); it was not read`);
+    expect(await adviseLog(path, { simulate: false })).toMatchObject({ requests: 3, skippedLines: 0 });
+  });
+
+  it('badLines: "skip" leaves out and counts every bad line, naming the first ones; --skip-bad-lines is it on the command line', async () => {
+    const path = file("mixed-bad.jsonl", [chat("a"), deep(2000), "{not json", chat("b".repeat(5000)), { hello: "world" }, chat("c")]);
+    const report = await adviseLog(path, { simulate: false, badLines: "skip", maxLineBytes: 4096 });
+    expect(report).toMatchObject({ requests: 2, skippedLines: 4 });
+    expect(report.skipped.map((s) => s.line)).toEqual([2, 3, 4, 5]);
+    expect(report.skipped[0]!.message).toContain(`${path}:2: nested deeper than 1,024 levels`);
+    const a = io();
+    expect(await runAdviseCommand([path, "--skip-bad-lines", "--max-line-bytes", "4096", "--strategies", "random", "-q"], a.io)).toBe(0);
+    const text = a.out.join("\n");
+    expect(text).toContain("Skipped 4 bad lines, the first 3:");
+    expect(text).toContain(`${path}:3: not valid JSON`);
+    const b = io();
+    expect(await runAdviseCommand([path, "--drift-only", "-q"], b.io)).toBe(1);
+    expect(b.err[0]).toContain(`${path}:2: nested deeper than 1,024 levels`);
+    expect(() => parseAdviseArgs(["x.jsonl", "--max-line-bytes", "0"])).toThrow("Expected `--max-line-bytes` to be an integer from 1 to 268435456, got 0");
+    expect(parseAdviseArgs(["x.jsonl", "--skip-bad-lines", "--max-line-bytes", "1000"]).options).toEqual({ badLines: "skip", maxLineBytes: 1000 });
+  });
+});
+
 describe("the HTML report", () => {
   it("draws the reuse and drift charts and the strategies' CDF and shares, with the recommendation", async () => {
     const path = file("report.jsonl", driftLog("user-id", 150));
