@@ -18,6 +18,7 @@ import { type LeaseOwner, RouterLease } from "./lease.js";
 import { type Config, type RouterOptions, validateOptions, validateTargets } from "../options.js";
 import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-prefix.js";
 import { RouterEvents } from "./router-events.js";
+import type { SpillCauses } from "./spill-storm.js";
 import { KeyHasher, loadHasher, validateTenant } from "../routing/routing-key.js";
 import { type RoutingMode, bytesPrefix, textPrefix } from "../routing/routing-input.js";
 import { DecisionView, Snapshot } from "./snapshot.js";
@@ -85,7 +86,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
   };
   const strategy = createStrategy(config.strategy, env);
-  const events = new RouterEvents(config.logger, telemetry, strategy.name);
+  const events = new RouterEvents(config.logger, telemetry, strategy.name, config.concurrencyThreshold);
   if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
     events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
@@ -203,7 +204,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
-    return this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input));
+    return this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input), exclude !== undefined);
   }
 
   /** Announces a pick (`onDecision`), commits it and opens its lease: the one way a target is taken. */
@@ -214,6 +215,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     attempt: number,
     now: number,
     commit: () => Commitment | undefined,
+    retry = false,
   ): Lease<T> {
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
@@ -236,7 +238,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     this.background.acquired(state.id);
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.fullTargetIds);
+    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.spillCauses, retry);
     return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment, prepared.inputKind);
   }
 
@@ -271,10 +273,26 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     return { key: hexKey(ranking.key), targets: ranking.order.map((i) => snap.targets[i] as T) };
   }
 
-  /** Ids of the targets at the concurrency threshold (for the spill-storm log line); made once, called rarely. */
-  private readonly fullTargetIds = (): string[] => {
+  /**
+   * Why a pick may miss its first choice now, over the targets that take new requests (weight > 0),
+   * as {@link DecisionView.isOpen} decides it; for the spill-storm log line: made once, called rarely.
+   */
+  private readonly spillCauses = (): SpillCauses => {
+    const snap = this.snapshot;
     const load = this.background.reader?.current();
-    return this.snapshot.states.filter((s, i) => (load === undefined ? s.inflight : load.inflight(i, s.inflight)) >= this.concurrencyThreshold).map((s) => s.id);
+    const now = this.config.clock.now();
+    const full: string[] = [];
+    const quota: string[] = [];
+    const ejected: string[] = [];
+    const failingHealthCheck: string[] = [];
+    for (const i of snap.all) {
+      const s = snap.states[i] as TargetState;
+      if ((load === undefined ? s.inflight : load.inflight(i, s.inflight)) >= this.concurrencyThreshold) full.push(s.id);
+      else if (load !== undefined && !load.open(i, s.inflight, this.concurrencyThreshold)) quota.push(s.id);
+      if (s.isEjected(now)) ejected.push(s.id);
+      if (s.failingHealthCheck) failingHealthCheck.push(s.id);
+    }
+    return { full, quota, ejected, failingHealthCheck };
   };
 
   /** @internal The strategy forgot what it believed target `id` caches (closed loop). */

@@ -17,9 +17,25 @@ export const STORM_START = 0.5;
 /** Spilled share under which it ends. */
 export const STORM_END = 0.25;
 
+/**
+ * @internal Why picks may miss their first choice right now, target by target (ids), read from the
+ * router's state when a storm starts.
+ */
+export interface SpillCauses {
+  /** In flight (this process's, or the shared load view's figure) at or above `concurrencyThreshold`. */
+  readonly full: readonly string[];
+  /** Below the threshold in the shared load view, but this process has opened its share of the headroom. */
+  readonly quota: readonly string[];
+  /** Ejected after failures in a row (passive ejection). */
+  readonly ejected: readonly string[];
+  /** Taken out by active health checks. */
+  readonly failingHealthCheck: readonly string[];
+}
+
 /** @internal Watches one router's picks. */
 export class SpillStormWatch {
   private share = 0;
+  private retried = 0;
   private picks = 0;
   private raging = false;
 
@@ -28,9 +44,18 @@ export class SpillStormWatch {
     return this.share;
   }
 
-  /** Counts one pick; `"start"` or `"end"` when this pick starts or ends a storm. */
-  picked(spilled: boolean): "start" | "end" | undefined {
+  /** The share of recent picks that spilled on a retry, which excluded the targets already tried (same window). */
+  get retriedShare(): number {
+    return this.retried;
+  }
+
+  /**
+   * Counts one pick (`retry`: the request excluded targets it had tried); `"start"` or `"end"`
+   * when this pick starts or ends a storm.
+   */
+  picked(spilled: boolean, retry = false): "start" | "end" | undefined {
     this.share += ((spilled ? 1 : 0) - this.share) / STORM_WINDOW;
+    this.retried += ((spilled && retry ? 1 : 0) - this.retried) / STORM_WINDOW;
     if (this.picks < STORM_WINDOW) this.picks++;
     if (!this.raging && this.picks >= STORM_WINDOW && this.share > STORM_START) {
       this.raging = true;

@@ -6,7 +6,11 @@
  * highest token hit rate (it keeps more headroom when the load grows); then the first in the
  * order the rows were run. When that row does not beat the best load-based one (`random`,
  * `least-outstanding`) by more than {@link WORTH_IT}, the log gains nothing from prefix routing:
- * the load-based row is recommended, and the recommendation says why.
+ * the load-based row is recommended, and the recommendation says why, from the rows' figures —
+ * the log's reuse ceiling is under {@link LITTLE_REUSE} (its requests share little); the
+ * load-based row already reaches {@link NEAR_CEILING} of the ceiling (every replica's cache holds
+ * the working set, so any strategy hits); or prefix routing hits more but that does not show in
+ * mean TTFT.
  */
 import type { BenchRow } from "../bench/simulate.js";
 
@@ -14,6 +18,10 @@ import type { BenchRow } from "../bench/simulate.js";
 export const TIE_TOLERANCE = 0.01;
 /** Least mean-TTFT gain over load-based routing that makes prefix routing worth it. */
 export const WORTH_IT = 0.02;
+/** A reuse ceiling (token hit rate of one infinite cache) below this is a log whose requests share little. */
+export const LITTLE_REUSE = 0.1;
+/** A load-based row whose hit rate reaches this share of the ceiling hits as well as any placement could. */
+export const NEAR_CEILING = 0.9;
 
 /** The recommended configuration. */
 export interface Recommendation {
@@ -58,7 +66,7 @@ export function recommend(rows: readonly BenchRow[]): Recommendation | undefined
   const vsRandom = random === undefined ? undefined : chosen.ttftMeanMs / random.ttftMeanMs - 1;
   let why: string;
   if (!worthIt) {
-    why = `No prefix-reading strategy beats load-based routing by ${pct(WORTH_IT)} of mean TTFT on this log: its requests share little that routing can keep together.`;
+    why = `No prefix-reading strategy beats load-based routing by ${pct(WORTH_IT)} of mean TTFT on this log: ${whyNotWorthIt(chosen, ours)}`;
   } else {
     why =
       `Lowest mean TTFT on this log (${chosen.ttftMeanMs.toFixed(1)} ms${vsRandom === undefined ? "" : `, ${vsRandom >= 0 ? "+" : ""}${pct(vsRandom)} vs random`}), ` +
@@ -66,4 +74,33 @@ export function recommend(rows: readonly BenchRow[]): Recommendation | undefined
     if (chosen.strategy === "longest-prefix:exclusive") why += " `exclusive` suits one router process that sees all of the fleet's traffic.";
   }
   return { row: chosen, options: optionsOf(chosen), vsRandom, why };
+}
+
+/**
+ * Why prefix routing gains nothing on these rows, from their figures: `load` is the recommended
+ * load-based row, `rows` every row of prefix-router's strategies on the log.
+ */
+function whyNotWorthIt(load: BenchRow, rows: readonly BenchRow[]): string {
+  const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
+  const ceiling = load.idealHitRate;
+  if (ceiling < LITTLE_REUSE) {
+    return `its requests share little — at most ${pct(ceiling)} of prompt tokens could come from a prefix cache (the reuse ceiling).`;
+  }
+  if (load.tokenHitRate >= NEAR_CEILING * ceiling) {
+    return (
+      `every replica's cache holds the log's whole working set, so any strategy hits — ${load.strategy} already serves ` +
+      `${pct(load.tokenHitRate)} of prompt tokens from cache, against a ceiling of ${pct(ceiling)}. Prefix routing pays off when ` +
+      `the distinct prefixes outgrow one replica's cache (here ${load.capacityTokens.toLocaleString("en-US")} tokens).`
+    );
+  }
+  const prefix = rows
+    .filter((r) => !LOAD_BASED.has(r.strategy))
+    .reduce<BenchRow | undefined>((best, r) => (best === undefined || r.ttftMeanMs < best.ttftMeanMs ? r : best), undefined);
+  if (prefix === undefined) return `${load.strategy} serves ${pct(load.tokenHitRate)} of prompt tokens from cache, against a ceiling of ${pct(ceiling)}.`;
+  const label = prefix.prefixLength === null ? prefix.strategy : `${prefix.strategy} (${prefix.prefixLength})`;
+  const change = prefix.ttftMeanMs / load.ttftMeanMs - 1;
+  return (
+    `${label} serves ${pct(prefix.tokenHitRate)} of prompt tokens from cache against ${load.strategy}'s ${pct(load.tokenHitRate)} ` +
+    `(ceiling ${pct(ceiling)}), but changes mean TTFT by ${change >= 0 ? "+" : ""}${pct(change)}.`
+  );
 }

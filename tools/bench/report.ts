@@ -13,7 +13,7 @@ import { type ChartScales, MIN_TTFT_MS, chartScales, smallMultiples } from "./ch
 import { compareToRandom, scenarioKey } from "./compare.js";
 import { PUBLISHED_GAINS_TITLE, checkPublishedGains } from "./goals.js";
 import type { BenchRow } from "./simulate.js";
-import { formatDuration } from "./table.js";
+import { formatDuration, publishedGainResult } from "./table.js";
 import { type ChartSpec, type SvgRenderer, REPORT_STYLE, escapeHtml, htmlTable, loadSvgRenderer } from "../common/html.js";
 
 /** Series label of a row: the strategy, plus its prefix length and threshold when it has them. */
@@ -208,7 +208,7 @@ export async function renderHtmlReport(rows: readonly BenchRow[], render?: SvgRe
       ? ""
       : `<section><h2>${escapeHtml(PUBLISHED_GAINS_TITLE)}</h2>${htmlTable(
           ["workload", "strategy", "goal", "measured", "result"],
-          goals.map((c) => [c.row.workload, seriesLabel(c.row), c.goal, c.measured, c.met ? "met" : `missed by ${c.shortfall}`]),
+          goals.map((c) => [c.row.workload, seriesLabel(c.row), c.goal, c.measured, publishedGainResult(c, "missed")]),
         )}</section>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>prefix-router bench</title>

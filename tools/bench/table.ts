@@ -4,7 +4,7 @@
  * dependencies.
  */
 import { type Estimate, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
-import { LONGEST_PREFIX_CHECKS_TITLE, PUBLISHED_GAINS_TITLE, checkLongestPrefix, checkPublishedGains } from "./goals.js";
+import { LONGEST_PREFIX_CHECKS_TITLE, PUBLISHED_GAINS_TITLE, type PublishedGainCheck, checkLongestPrefix, checkPublishedGains } from "./goals.js";
 import type { BenchRow } from "./simulate.js";
 
 type Align = "l" | "r";
@@ -107,9 +107,21 @@ export function formatPublishedGains(rows: readonly BenchRow[]): string {
     String(c.row.concurrencyThreshold),
     c.goal,
     c.measured,
-    c.met ? "met" : `MISSED by ${c.shortfall}`,
+    publishedGainResult(c, "MISSED"),
   ]);
   return grid(header, align, body);
+}
+
+/**
+ * The verdict of one published-gains check: `met`, `<missed> by …`, or, for a run shorter than the
+ * workload's calibrated duration, that the check needs that duration.
+ */
+export function publishedGainResult(c: PublishedGainCheck, missed: string): string {
+  if (c.needsDurationMs !== undefined) {
+    const needs = formatDuration(c.needsDurationMs);
+    return `not checked: needs the calibrated duration ${needs} (--duration ${needs}; this run ${formatDuration(c.row.durationMs)})`;
+  }
+  return c.met ? "met" : `${missed} by ${c.shortfall}`;
 }
 
 /** Hit-rate dip and recovery after each scale event, per row. Empty without events. */

@@ -8,7 +8,7 @@ import type { EngineConfig } from "./config.js";
 import { FAULT_OPTIONS, FAULT_USAGE, applyFaultPlan, parseFaults } from "./cli-faults.js";
 import { isFleetError } from "./errors.js";
 import { DEFAULT_MODEL, startFleet, type LiveFleet } from "./live.js";
-import { DEFAULT_LLAMA_INSTANCES, startLlamaFleet } from "./llama/index.js";
+import { DEFAULT_LLAMA_INSTANCES, DEFAULT_LLAMA_MODEL, startLlamaFleet } from "./llama/index.js";
 
 /** Where a CLI command writes, and how it waits for the signal to stop (injected for tests). */
 export interface CliIo {
@@ -59,6 +59,7 @@ function intOption(values: Record<string, unknown>, name: string): number | unde
 export async function runFleetCommand(argv: readonly string[], io: CliIo): Promise<number> {
   let fleet: LiveFleet;
   let stopFaults: () => void;
+  let models: readonly string[];
   try {
     const { values } = parseArgs({
       args: [...argv],
@@ -102,12 +103,13 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     const seed = intOption(values, "seed") ?? 0;
     if (!Number.isSafeInteger(seed) || seed < 0) throw new Error(`--seed expects an integer >= 0, got ${String(values.seed)}`);
     const faults = parseFaults(values);
+    models = values.model ?? [DEFAULT_MODEL];
     fleet = await startFleet({
       instances: intOption(values, "instances") ?? 7,
       port: intOption(values, "port") ?? 8000,
       host: values.host ?? "127.0.0.1",
       timeScale: intOption(values, "time-scale") ?? 1,
-      models: values.model ?? [DEFAULT_MODEL],
+      models,
       defaultMaxTokens: intOption(values, "default-max-tokens") ?? 64,
       seed,
       engine,
@@ -124,6 +126,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     return 2;
   }
   for (const inst of fleet.instances) io.out(`${inst.id}\t${inst.url}`);
+  io.out(servedModels(models));
   io.out(`OpenAI baseURL: <url>/v1   SageMaker endpoint: <url>   metrics: <url>/metrics   (Ctrl-C stops)`);
   await io.untilStopped();
   stopFaults();
@@ -152,8 +155,14 @@ async function runLlamaFleet(values: Record<string, unknown>, io: CliIo): Promis
     defaultMaxTokens: intOption(values, "default-max-tokens"),
   });
   for (const t of fleet.targets) io.out(`${t.id}\t${t.url}`);
+  io.out(servedModels([models?.[0] ?? DEFAULT_LLAMA_MODEL]));
   io.out(`OpenAI baseURL: <url>/v1   metrics: <url>/metrics   llama.cpp engines, pids ${fleet.targets.map((t) => t.pid).join(" ")}   (Ctrl-C stops)`);
   await io.untilStopped();
   await fleet.close();
   return 0;
+}
+
+/** The models the fleet serves, one line: a request names one of them (none: the first), any other name is a 404. */
+function servedModels(models: readonly string[]): string {
+  return models.length === 1 ? `model: ${models[0]}` : `models: ${models[0]} (the default), ${models.slice(1).join(", ")}`;
 }

@@ -62,6 +62,25 @@ export function driftLog(kind: DriftKind, n: number, drift = true, seed = 1): Li
   return lines;
 }
 
+/**
+ * `n` requests at 2 per second, each one of `documents` 2,400-token documents (a system prompt, in
+ * a seeded random order) and a question: no drift, `documents` × 2,400 tokens of working set.
+ */
+export function documentsLog(documents: number, n: number, seed = 1): Line[] {
+  const rng = new Rng(seed);
+  const texts = Array.from({ length: documents }, (_, d) => syntheticText(0xd0c5 + d, 2400));
+  return Array.from({ length: n }, (_, i) => ({
+    timestamp: 1_750_000_000_000 + i * 500,
+    body: {
+      model: "llama",
+      messages: [
+        { role: "system", content: texts[rng.int(documents)] },
+        { role: "user", content: `Question ${i}: ${syntheticText(0x60000 + i, 30)}` },
+      ],
+    },
+  }));
+}
+
 function shuffle<T>(items: T[], rng: Rng): void {
   for (let k = items.length - 1; k > 0; k--) {
     const j = rng.int(k + 1);

@@ -99,4 +99,22 @@ describe("checks printed after the tables", () => {
     expect(html).toContain("<h2>prefix-aware vs random, against AWS&#39;s published gains</h2>");
     for (const out of [text, html]) expect(out).not.toMatch(/issue|goals of/i);
   });
+
+  it("checks AWS's published gains only on a run as long as the workload's calibrated duration", async () => {
+    const short = await runBenchmark({ workloads: ["long-context"], strategies: ["random", "prefix-aware"], durationsMs: [20_000] });
+    const text = formatReport(short);
+    const gains = text.slice(text.indexOf("against AWS's published gains:"));
+    expect(gains).not.toMatch(/MISSED|\bmet\b/);
+    const notChecked = "not checked: needs the calibrated duration 1h (--duration 1h; this run 20s)";
+    for (const goal of ["P50 TTFT vs random ≤ −80%", "P90 TTFT vs random ≤ −40%", "token hit rate ≥ 95% of ideal", "every instance share in 13.3%–15.4%"]) {
+      expect(gains.split("\n").find((l) => l.includes(goal))).toContain(notChecked);
+    }
+    const html = await renderHtmlReport(short);
+    expect(html).toContain(notChecked);
+    expect(html).not.toMatch(/missed by/);
+    // The same rows as if they had run the calibrated hour are checked.
+    const hour = short.map((r) => ({ ...r, durationMs: 3_600_000 }));
+    expect(formatReport(hour)).not.toContain("not checked");
+    expect(formatReport(hour)).toMatch(/P50 TTFT vs random ≤ −80% +\S+ +(met|MISSED by [\d.]+ points)/);
+  });
 });

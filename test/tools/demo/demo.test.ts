@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../../../tools/demo/demo.js";
-import { formatDemoTable, runDemoCommand, summaryLine } from "../../../tools/demo/cli.js";
+import { MIN_HIT_GAIN, formatDemoTable, runDemoCommand, summaryLine } from "../../../tools/demo/cli.js";
+import type { DemoRow } from "../../../tools/demo/demo.js";
 
 const small = { requests: 42, documents: 14, timeScale: 0.05, ratePerSecond: 20 } as const;
 
@@ -42,13 +43,57 @@ describe("demo end to end (live fleet, real openai client)", () => {
     const table = formatDemoTable(rows);
     expect(table).toContain("prefix-aware");
     expect(table.split("\n")).toHaveLength(4);
-    expect(summaryLine(rows)).toMatch(/^prefix-aware vs random: P50 TTFT/);
+    expect(summaryLine(rows, 14)).toMatch(/^prefix-aware vs random: P50 TTFT -\d+%, P90 -?\d+%, cache hit \d+% → \d+%: \d+% of prompt tokens came from a replica's prefix cache/);
   });
 
   it("runs every strategy and longest-prefix with exclusive: true by default", () => {
     expect(DEMO_STRATEGIES).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix", "longest-prefix:exclusive"]);
     expect(demoRouterOptions("longest-prefix")).toEqual({ strategy: "longest-prefix" });
     expect(demoRouterOptions("longest-prefix:exclusive")).toEqual({ strategy: "longest-prefix", longestPrefix: { exclusive: true } });
+  });
+
+  it("a run whose documents never repeat says it measured no cache gain, and how to see one", async () => {
+    const out: string[] = [];
+    const io = { out: (l: string) => out.push(l), err: () => {}, untilStopped: () => Promise.resolve() };
+    // 14 requests over 14 documents: every document is asked once.
+    const code = await runDemoCommand(["--requests", "14", "--documents", "14", "--time-scale", "0.05", "--strategies", "random,prefix-aware"], io);
+    expect(code).toBe(0);
+    const summary = out.at(-1)!;
+    expect(summary).toMatch(/^prefix-aware vs random: P50 TTFT -?\d+%, P90 -?\d+%, cache hit (\d+)% → (\d+)%: the hit rate moved by less than 5 points, so this run measured no cache gain/);
+    expect(summary).toContain("14 requests over 14 documents ask no document twice, so there was almost no prefix to reuse. Run more requests to see it: --requests 70 asks each document 5 times");
+    expect(summary).not.toContain("reached the replica that already held it");
+  });
+
+  it("credits a cache gain only from a rise of the hit rate of at least MIN_HIT_GAIN over random", () => {
+    const row = (strategy: DemoRow["strategy"], tokenHitRate: number, requests = 60): DemoRow => ({
+      strategy,
+      requests,
+      ttftP50Ms: strategy === "random" ? 300 : 290,
+      ttftP90Ms: 700,
+      ttftP99Ms: 1000,
+      tokenHitRate,
+      throughput: 19,
+      spilloverRate: 0,
+      minShare: 0.1,
+      maxShare: 0.2,
+      routerOverheadUs: 5,
+      inflightAfter: 0,
+    });
+    expect(MIN_HIT_GAIN).toBe(0.05);
+    const none = summaryLine([row("random", 0.01), row("prefix-aware", 0.01)], 70);
+    expect(none).toBe(
+      "prefix-aware vs random: P50 TTFT -3%, P90 0%, cache hit 1% → 1%: the hit rate moved by less than 5 points, so this run measured no cache gain, and its TTFT difference does not come from one — " +
+        "60 requests over 70 documents ask no document twice, so there was almost no prefix to reuse. Run more requests to see it: --requests 350 asks " +
+        "each document 5 times (TTFT in model ms, measured by the client).",
+    );
+    expect(summaryLine([row("random", 0.2, 100), row("prefix-aware", 0.24, 100)], 70)).toContain("100 requests over 70 documents ask each only 1.4 times on average");
+    // Documents that repeat and still no gain: the line says what was measured, nothing more.
+    expect(summaryLine([row("random", 0.2, 350), row("prefix-aware", 0.22, 350)], 70)).toBe(
+      "prefix-aware vs random: P50 TTFT -3%, P90 0%, cache hit 20% → 22%: the hit rate moved by less than 5 points, so this run measured no cache gain, and its TTFT difference does not come from one (TTFT in model ms, measured by the client).",
+    );
+    expect(summaryLine([row("random", 0.2, 350), row("prefix-aware", 0.25, 350)], 70)).toContain(
+      "cache hit 20% → 25%: 25% of prompt tokens came from a replica's prefix cache — requests that share a document reached the replica that already held it",
+    );
   });
 
   it("the CLI prints JSON rows and rejects unknown strategies", async () => {
