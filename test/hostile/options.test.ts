@@ -287,7 +287,7 @@ describe("routeSageMaker: adapter options", () => {
     ["canonicalizeBody a string", { canonicalizeBody: "yes" }, "canonicalizeBody"],
     ["attempts null", { attempts: null }, "attempts"],
     ["attempts 0", { attempts: 0 }, "attempts"],
-    ["mode text", { mode: "text" }, "mode"],
+    ["mode upper case", { mode: "TEXT" }, "mode"],
     ["endpointName empty", { targets: [{ id: "a", endpointName: "" }] }, "targets[0].endpointName"],
     ["inferenceComponentName a number", { targets: [{ id: "a", endpointName: "e", inferenceComponentName: 5 }] }, "targets[0].inferenceComponentName"],
     ["target client without send", { targets: [{ id: "a", endpointName: "e", client: {} }] }, "targets[0].client"],
