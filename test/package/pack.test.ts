@@ -1,10 +1,11 @@
 /**
  * What `npm publish` would upload: no source maps, no file that no entry point reaches, every
- * bare import a declared dependency or peer (bundled code stays bundled), under 300 kB packed;
+ * bare import a declared dependency or peer (bundled code stays bundled), under 330 kB packed;
  * and readable: the library's files are not minified, so an uncaught error shows a short line.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { builtinModules } from "node:module";
 import { dirname, join, normalize } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +29,7 @@ interface Manifest {
 }
 
 /** Unminified library code (readable stack traces) in ESM and CommonJS, the tools in ESM, declarations. */
-const MAX_PACKED_BYTES = 300_000;
+const MAX_PACKED_BYTES = 330_000;
 /** The longest line allowed in what the library's entry points load. */
 const MAX_LINE = 400;
 /** Scripts the package runs as processes of their own, by path: no import reaches them. */
@@ -124,14 +125,21 @@ describe("the published package", () => {
   });
 
   it.each([
-    ["ESM", "--input-type=module", `import { createRouter } from ${JSON.stringify(join(ROOT, "dist/index.js"))}; await createRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 });`],
-    ["CommonJS", "--input-type=commonjs", `require(${JSON.stringify(join(ROOT, "dist/index.cjs"))}).createRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 }).catch((e) => { setImmediate(() => { throw e; }); });`],
-  ])("an uncaught bad-option error prints its message in a few short lines (%s)", (_, inputType, code) => {
-    const r = spawnSync(process.execPath, [inputType, "-e", code], { encoding: "utf8" });
-    expect(r.status).not.toBe(0);
-    const lines = r.stderr.trimEnd().split("\n");
-    expect(r.stderr).toContain("RangeError: Expected `concurrencyThreshold` to be an integer from 1 to 1024, got 0");
-    expect(lines.length).toBeLessThan(15);
-    expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(MAX_LINE);
+    ["ESM", "mjs", `import { createRouter } from ${JSON.stringify(join(ROOT, "dist/index.js"))};\nawait createRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 });\n`],
+    ["CommonJS", "cjs", `const { createRouter } = require(${JSON.stringify(join(ROOT, "dist/index.cjs"))});\ncreateRouter({ targets: [{ id: "a" }], concurrencyThreshold: 0 })\n  .catch((e) => setImmediate(() => { throw e; }));\n`],
+  ])("an uncaught bad-option error prints its message in a few short lines (%s)", (_, ext, code) => {
+    const dir = mkdtempSync(join(tmpdir(), "prefix-router-error-"));
+    const file = join(dir, `app.${ext}`);
+    writeFileSync(file, code);
+    try {
+      const r = spawnSync(process.execPath, [file], { encoding: "utf8" });
+      expect(r.status).not.toBe(0);
+      const lines = r.stderr.trimEnd().split("\n");
+      expect(r.stderr).toContain("RangeError: Expected `concurrencyThreshold` to be an integer from 1 to 1024, got 0");
+      expect(lines.length).toBeLessThan(15);
+      expect(Math.max(...lines.map((l) => l.length))).toBeLessThanOrEqual(MAX_LINE);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
