@@ -4,7 +4,7 @@
  * root entry point and `prefix-router/openai` never do.
  * @packageDocumentation
  */
-export { PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./route-sagemaker.js";
+export { DEFAULT_SAGEMAKER_MODE, PREFIX_AWARE_ID_HEADER, routeSageMaker } from "./route-sagemaker.js";
 export type { RouteSageMakerOptions, RoutedSageMakerClient, SageMakerTarget } from "./route-sagemaker.js";
 export type { SageMakerTenantRequest } from "./target.js";
 export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "../adapter/handle.js";

@@ -2,7 +2,9 @@
  * Routes SageMaker Runtime traffic: `routeSageMaker(client, options)` returns a drop-in for the
  * user's `SageMakerRuntimeClient` whose `send` picks a target (endpoint, production variant,
  * inference component) for every `InvokeEndpointCommand` and
- * `InvokeEndpointWithResponseStreamCommand`, in bytes mode over the canonical body.
+ * `InvokeEndpointWithResponseStreamCommand`: in bytes mode over the canonical body (the
+ * default, as SageMaker's Invoke API routes), or in text mode over the prompt text of an
+ * OpenAI-style body, as the OpenAI adapter.
  *
  * Why a wrapper and not middleware on the client's stack: a target may carry its own client
  * (another region or account), which a middleware inside one client's stack cannot switch to; a
@@ -27,9 +29,10 @@ import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js"
 import { checkTargetFields, adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
-import { describe } from "../internal/validate.js";
+import { checkOneOf, describe } from "../internal/validate.js";
 import { type RouterOptions, validateTargets, withTargetCheck } from "../options.js";
 import { createRouter } from "../router/router.js";
+import type { RoutingMode } from "../routing/routing-input.js";
 import type { Lease, RouteRequest, Router } from "../types.js";
 import { prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
@@ -50,10 +53,23 @@ export interface SageMakerTarget extends SageMakerTargetFields {
   readonly client?: SageMakerRuntimeClient;
 }
 
-/** Options of {@link routeSageMaker}: the router's options (bytes mode is fixed) and the adapter's. */
+/** Options of {@link routeSageMaker}: the router's options (bytes mode by default) and the adapter's. */
 export interface RouteSageMakerOptions extends Omit<RouterOptions<SageMakerTarget>, "mode">, SageMakerAdapterOptions {
   /** The targets. Ids non-empty and unique; each with a non-empty `endpointName`. */
   targets: readonly SageMakerTarget[];
+  /**
+   * `"bytes"`: the first `prefixLength` bytes of the body's canonical JSON (raw bytes for a body
+   * that is not JSON), as SageMaker's own prefix-aware routing on the Invoke API reads it. Keys
+   * are sorted, so fields that sort before `messages` (`frequency_penalty`, `max_tokens`, …) open
+   * the routing input: two requests that differ only in `max_tokens` have different keys.
+   * `"text"`: the prompt text of an OpenAI-style JSON body (`messages`, `prompt`, the Responses
+   * API's fields), as the OpenAI adapter reads it: sampling parameters never move a request; a
+   * body that is not a JSON object is refused (`ERR_INVALID_JSON`, `ERR_INVALID_BODY`) before
+   * anything is sent, and a body without such fields (TGI's `inputs`) has no key
+   * (least-outstanding).
+   * @default "bytes"
+   */
+  mode?: RoutingMode;
 }
 
 /** The user's client, routed: everything it was, plus the router behind `send`. */
@@ -64,14 +80,18 @@ export type RoutedSageMakerClient<C extends SageMakerRuntimeClient = SageMakerRu
 
 export { PREFIX_AWARE_ID_HEADER };
 
+/** The SageMaker adapter's default `mode`: the body's bytes, as SageMaker's Invoke API routes. */
+export const DEFAULT_SAGEMAKER_MODE: RoutingMode = "bytes";
+
 /**
  * Wraps an existing `SageMakerRuntimeClient` (or `SageMakerRuntime`) so that every
  * `InvokeEndpointCommand` and `InvokeEndpointWithResponseStreamCommand` it sends is routed to
  * the target most likely to hold the body's prefix in cache. Other commands pass through.
  *
  * - Routing input: the first `prefixLength` bytes of the canonical JSON body (raw bytes for
- *   non-JSON bodies); `PrefixAwareId` is the tenant and is forwarded unchanged; `TargetModel`
- *   selects the targets whose `models` list it (targets without `models` serve every model).
+ *   non-JSON bodies), or with `mode: "text"` its prompt text; `PrefixAwareId` is the tenant and
+ *   is forwarded unchanged; `TargetModel` selects the targets whose `models` list it (targets
+ *   without `models` serve every model).
  * - The lease is held until the response has been read: for `InvokeEndpoint` until `send`
  *   resolves, for a stream until it ends, fails, or the consumer stops iterating.
  *
@@ -104,12 +124,10 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
     throw new TypeError('Expected `canonicalizeBody` to be true with `isolation: "tenant"`: the body is rewritten to carry `cache_salt`');
   }
   checkAttempts(attempts);
-  const mode = (routerOptions as { mode?: unknown }).mode;
-  if (mode !== undefined && mode !== "bytes") {
-    throw new RangeError(`Expected \`mode\` to be "bytes" (SageMaker's Invoke API routes on body bytes) or absent, got ${describe(mode)}`);
-  }
+  // Only an absent option takes the default: `null` is an invalid value, named as such.
+  const mode = checkOneOf("mode", routerOptions.mode === undefined ? DEFAULT_SAGEMAKER_MODE : routerOptions.mode, ["bytes", "text"] as const);
   validateSageMakerTargets(options.targets);
-  const core = await createRouter<SageMakerTarget>(withTargetCheck({ ...routerOptions, mode: "bytes" }, validateSageMakerTargets));
+  const core = await createRouter<SageMakerTarget>(withTargetCheck({ ...routerOptions, mode }, validateSageMakerTargets));
   const router = adapterRouter(core);
   const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry(), identity);
 

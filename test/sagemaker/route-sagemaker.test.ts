@@ -21,10 +21,10 @@ import {
 import type { ServiceInputTypes, ServiceOutputTypes } from "@aws-sdk/client-sagemaker-runtime";
 import type { FinalizeRequestMiddleware, SerializeMiddleware } from "@smithy/types";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { canonicalize, isRouterError } from "prefix-router";
+import { canonicalize, createRouter, isRouterError } from "prefix-router";
 import { getRouter } from "prefix-router/openai";
 import { routeSageMaker as routeSageMakerFromRoot } from "prefix-router/sagemaker";
-import { type RouteSageMakerOptions, type SageMakerTarget, routeSageMaker } from "prefix-router/sagemaker";
+import { DEFAULT_SAGEMAKER_MODE, type RouteSageMakerOptions, type SageMakerTarget, routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_MODEL, type FaultKnobs, type LiveFleet, startFleet } from "prefix-router/fleet";
 
 const LORA = "support-lora";
@@ -634,6 +634,56 @@ describe("drop-in client", () => {
   });
 });
 
+describe("mode", () => {
+  /** The instances that served one request per `max_tokens` in `values`, the bodies otherwise the same. */
+  async function servedPerMaxTokens(mode: "bytes" | "text" | undefined, values: readonly number[]): Promise<string[]> {
+    const sm = await routed(mode === undefined ? {} : { mode });
+    const served: string[] = [];
+    for (const maxTokens of values) {
+      const out = await sm.send(invoke(json(chatBody("max tokens", "Can I return an opened item?", maxTokens))));
+      served.push(servedBy(out.CustomAttributes).instance);
+    }
+    return served;
+  }
+  const maxTokens = [1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 128];
+
+  it("bytes (the default) routes on the canonical body, whose sorted keys put max_tokens first: bodies differing only in it split", async () => {
+    expect(DEFAULT_SAGEMAKER_MODE).toBe("bytes");
+    expect(canonicalize(chatBody("max tokens", "q", 8))).toMatch(/^\{"max_tokens":8,"messages":/);
+    const bytes = await servedPerMaxTokens(undefined, maxTokens);
+    expect(new Set(bytes).size).toBeGreaterThan(1);
+    expect(await servedPerMaxTokens("bytes", maxTokens)).toEqual(bytes);
+  });
+
+  it('"text" routes on the message text, as the OpenAI adapter: bodies differing only in max_tokens reach the same target', async () => {
+    const served = await servedPerMaxTokens("text", maxTokens);
+    expect(new Set(served).size).toBe(1);
+    // The wire body is the same canonical JSON as in bytes mode; only the routing input differs.
+    expect(sent.map((s) => s.body)).toEqual(maxTokens.map((m) => canonicalize(chatBody("max tokens", "Can I return an opened item?", m))));
+    // The target is the text-mode key's first choice, the one a router in text mode ranks first.
+    const text = await createRouter({ targets: fleet.instances.map((i) => ({ id: i.id })), mode: "text" });
+    expect(served[0]).toBe(text.rank({ body: chatBody("max tokens", "another question", 1) }).targets[0]!.id);
+    // Its cache serves the shared prompt from the second request on.
+    const sm = await routed({ mode: "text" });
+    const out = await sm.send(invoke(json(chatBody("max tokens", "Can I return an opened item?", 512))));
+    expect(servedBy(out.CustomAttributes)).toMatchObject({ instance: served[0] });
+    expect(servedBy(out.CustomAttributes).cached).toBeGreaterThan(0);
+  });
+
+  it('"text" refuses a body that is not a JSON object before anything is sent', async () => {
+    const sm = await routed({ mode: "text" });
+    for (const [body, type, code] of [
+      ["1.50,2.00\n3,4\n", "text/csv", "ERR_INVALID_JSON"],
+      ["[1, 2]", "application/json", "ERR_INVALID_BODY"],
+    ] as const) {
+      const error = await sm.send(invoke(body, { ContentType: type })).catch((e: unknown) => e);
+      expect(isRouterError(error) && error.code).toBe(code);
+    }
+    expect(sent).toEqual([]);
+    expect(sm.router.stats().totals.routed).toBe(0);
+  });
+});
+
 describe("options", () => {
   const base = () => clientFor(fleet.urls[0] as string);
   const targets = [{ id: "a", endpointName: "llm" }];
@@ -641,7 +691,7 @@ describe("options", () => {
     [{ targets, attempts: 0 }, "Expected `attempts` to be an integer from 1 to 16, got 0"],
     [{ targets, attempts: 2.5 }, "Expected `attempts` to be an integer from 1 to 16, got 2.5"],
     [{ targets, canonicalizeBody: "yes" }, 'Expected `canonicalizeBody` to be a boolean, got "yes"'],
-    [{ targets, mode: "text" }, 'Expected `mode` to be "bytes" (SageMaker\'s Invoke API routes on body bytes) or absent, got "text"'],
+    [{ targets, mode: "tokens" }, 'Expected `mode` to be one of "bytes", "text", got "tokens"'],
     [{ targets: [{ id: "a" }] }, "Expected `targets[0].endpointName` to be a non-empty string, got undefined"],
     [{ targets: [{ id: "a", endpointName: "e", targetVariant: "" }] }, 'Expected `targets[0].targetVariant` to be a non-empty string or absent, got ""'],
     [{ targets: [{ id: "a", endpointName: "e", inferenceComponentName: 3 }] }, "Expected `targets[0].inferenceComponentName` to be a non-empty string or absent, got 3"],
