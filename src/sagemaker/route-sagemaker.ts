@@ -126,7 +126,8 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
     throw new TypeError('Expected `canonicalizeBody` to be true with `isolation: "tenant"`: the body is rewritten to carry `cache_salt`');
   }
   checkAttempts(attempts);
-  const mode = checkOneOf("mode", routerOptions.mode ?? DEFAULT_SAGEMAKER_MODE, ["bytes", "text"] as const);
+  // Only an absent option takes the default: `null` is an invalid value, named as such.
+  const mode = checkOneOf("mode", routerOptions.mode === undefined ? DEFAULT_SAGEMAKER_MODE : routerOptions.mode, ["bytes", "text"] as const);
   validateSageMakerTargets(options.targets);
   const core = await createRouter<SageMakerTarget>(withTargetCheck({ ...routerOptions, mode }, validateSageMakerTargets));
   const router = adapterRouter(core);
