@@ -17,12 +17,7 @@ export type RouterErrorCode =
   | "ERR_INVALID_BODY"
   /** A tenant id that is not 1–64 printable ASCII characters. */
   | "ERR_INVALID_TENANT"
-  /**
-   * Under `isolation: "tenant"`, a request whose own tenant fields disagree with the tenant
-   * prefix-router resolves: its `prompt_cache_key` / `PrefixAwareId` names another tenant than
-   * the adapter's `tenant` option gives, or it carries a `cache_salt` other than its tenant's.
-   * Refused, nothing sent.
-   */
+  /** Under isolation, a request at odds with its tenant (docs/tenants.md). */
   | "ERR_TENANT_MISMATCH"
   /** The router has no targets at all. */
   | "ERR_NO_TARGETS"

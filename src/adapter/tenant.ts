@@ -36,22 +36,16 @@ export const DEFAULT_ISOLATION: TenantIsolation = "none";
 /** The tenant options both adapters take; `R` is what the adapter passes to a `tenant` function. */
 export interface TenantOptions<R> {
   /**
-   * The tenant of each request: a fixed id, or a function of the request returning an id (or
-   * `undefined` for none). Derive it from your own authentication. It feeds the routing key,
-   * `prompt_cache_key` (OpenAI), `PrefixAwareId` (SageMaker) and, with `isolation: "tenant"`,
-   * `cache_salt`. Without isolation an id carried by the request itself (OpenAI
-   * `prompt_cache_key`, SageMaker `PrefixAwareId`) takes precedence; with `isolation: "tenant"`
-   * this option decides, and a request that names another tenant fails with `ERR_TENANT_MISMATCH`.
-   * 1–64 printable ASCII characters; anything else fails the request with `ERR_INVALID_TENANT`.
+   * The tenant of each request, from your authentication: an id, or a function of the request
+   * returning one (or `undefined`). A carried `prompt_cache_key` / `PrefixAwareId` wins, except
+   * under isolation, where this decides. 1–64 printable ASCII (`ERR_INVALID_TENANT`).
    * @default undefined — only ids carried by the requests
    */
   tenant?: string | ((request: R) => string | undefined);
   /**
-   * `"tenant"` also sends vLLM's `cache_salt`, so each tenant gets its own prefix-cache namespace
-   * on the engines; `"none"` lets tenants share cached prefixes (a timing side channel between
-   * them, and more cache hits). Under `"tenant"` only prefix-router writes `cache_salt`, and a
-   * `tenant` option overrules the request's own ids: a request that brings its own salt or names
-   * another tenant fails with `ERR_TENANT_MISMATCH`, nothing sent. See docs/tenants.md.
+   * `"tenant"` also sends vLLM's `cache_salt` (only prefix-router may), so each tenant gets its own
+   * prefix-cache namespace; `"none"` lets tenants share cached prefixes (a timing side channel
+   * between them, and more cache hits). See docs/tenants.md.
    * @default "none"
    */
   isolation?: TenantIsolation;
@@ -121,7 +115,7 @@ export class TenantIdentity<R> {
       if (named !== undefined && named !== tenant) {
         throw new RouterError(
           "ERR_TENANT_MISMATCH",
-          `With \`isolation: "tenant"\` the \`tenant\` option decides the tenant: the request's \`${carried.idField}\` names ${quoteShort(named)}, the option gives ${tenant === undefined ? "none" : JSON.stringify(tenant)}`,
+          `Under isolation the \`tenant\` option decides: \`${carried.idField}\` names ${quoteShort(named)}, the option ${tenant === undefined ? "none" : JSON.stringify(tenant)}`,
         );
       }
     } else {
@@ -132,7 +126,7 @@ export class TenantIdentity<R> {
       // Never echo a salt: with `cacheSaltSecret` it is the secret's output.
       throw new RouterError(
         "ERR_TENANT_MISMATCH",
-        `With \`isolation: "tenant"\` prefix-router sets \`cache_salt\` from the tenant: the request carries a \`cache_salt\` of its own${tenant === undefined ? " and has no tenant" : ` that is not tenant ${JSON.stringify(tenant)}'s`}`,
+        "Under isolation only prefix-router sets `cache_salt`: the request carries its own",
       );
     }
     return { tenant, salt };

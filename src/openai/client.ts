@@ -45,8 +45,7 @@ export interface RouteOpenAIOptions<T extends OpenAITarget = OpenAITarget> exten
  * the client does not retry — `NotFoundError` with `code: "ERR_NO_ELIGIBLE_TARGET"` when no
  * target serves the model, `BadRequestError` with `code: "ERR_INVALID_TENANT"` for a
  * `prompt_cache_key` that is not 1–64 printable ASCII, `BadRequestError` with
- * `code: "ERR_TENANT_MISMATCH"` under `isolation: "tenant"` for a body that names another tenant
- * than the `tenant` option's or brings its own `cache_salt`, `BadRequestError` with
+ * `code: "ERR_TENANT_MISMATCH"` for a body at odds with isolation, `BadRequestError` with
  * `code: "ERR_INVALID_JSON"` / `"ERR_CROSS_ORIGIN"` for a body or URL that cannot be routed; a
  * connection that failed after the request may have been written becomes an
  * `InternalServerError` (502) with `code: "ERR_CONNECTION_LOST"`, not retried by the client.

@@ -49,8 +49,8 @@ import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchO
  * {@link routeOpenAI} does the wiring.
  *
  * Routing errors (`ERR_NO_ELIGIBLE_TARGET` for a model no target serves, `ERR_INVALID_TENANT`
- * for a bad `prompt_cache_key`, `ERR_TENANT_MISMATCH` under `isolation: "tenant"` for a body that
- * names another tenant or brings its own `cache_salt`, `ERR_INVALID_JSON` for a body that does not parse,
+ * for a bad `prompt_cache_key`, `ERR_TENANT_MISMATCH` (isolation, docs/tenants.md),
+ * `ERR_INVALID_JSON` for a body that does not parse,
  * `ERR_CROSS_ORIGIN` for a URL that would leave the target) reject the call with a
  * {@link RouterError}, and nothing is sent. A connection refused everywhere rejects with the
  * underlying fetch's error once the attempts are used up; a connection that failed after the

@@ -72,7 +72,7 @@ describe("TenantIdentity", () => {
     const identity = TenantIdentity.from<string>({ tenant: "acme", isolation: "tenant", cacheSaltSecret: "0123456789abcdef-secret" });
     const foreign = identity.salt("globex")!;
     expect(() => identity.resolve({ id: "globex", idField: "PrefixAwareId", salt: undefined }, () => "")).toThrow(
-      'With `isolation: "tenant"` the `tenant` option decides the tenant: the request\'s `PrefixAwareId` names "globex", the option gives "acme"',
+      'Under isolation the `tenant` option decides: `PrefixAwareId` names "globex", the option "acme"',
     );
     let message = "";
     try {
@@ -80,7 +80,7 @@ describe("TenantIdentity", () => {
     } catch (error) {
       message = (error as Error).message;
     }
-    expect(message).toContain("carries a `cache_salt` of its own");
+    expect(message).toBe("Under isolation only prefix-router sets `cache_salt`: the request carries its own");
     expect(message).not.toContain(foreign);
     expect(message).not.toContain(identity.salt("acme"));
   });

@@ -58,20 +58,9 @@ export interface AdviseOptions {
   routers?: number;
   /** Smallest reuse loss reported as a drift finding, a fraction of all prompt tokens. @default 0.002 */
   minLoss?: number;
-  /**
-   * Longest line a log file (or a string in memory) may have, bytes, its `\n` not counted; from 1
-   * to 268,435,456 (256 MiB). A longer line is a bad line (see `badLines`): it is never held whole,
-   * its bytes are only counted as they stream past. Read by {@link adviseLog} and
-   * {@link adviseRequests}; a {@link LineSource} passed to {@link advise} brings its own.
-   * @default DEFAULT_MAX_LINE_BYTES (67,108,864: 64 MiB)
-   */
+  /** Longest log line, bytes (1 to 256 MiB); a longer one is a bad line. @default DEFAULT_MAX_LINE_BYTES */
   maxLineBytes?: number;
-  /**
-   * What a bad line does — one that is no JSON, no request, nested deeper than `MAX_LOG_DEPTH`
-   * (1,024) levels, or longer than `maxLineBytes`: `"fail"` stops the run with `ERR_LOG_FORMAT`
-   * naming its line; `"skip"` leaves it out and counts it (`skippedLines`, `skipped`).
-   * @default "fail"
-   */
+  /** A bad line stops the run (`ERR_LOG_FORMAT`), or is counted in `skippedLines`. @default "fail" */
   badLines?: BadLines;
   /** Called as the work advances. */
   onProgress?: (progress: AdviseProgress) => void;
@@ -146,9 +135,8 @@ export interface AdviseReport {
   readonly recommendation: Recommendation | undefined;
   /** The recommended settings on the log with every finding fixed (when there are findings). */
   readonly fixedRow: BenchRow | undefined;
-  /** Bad lines left out under `badLines: "skip"` (0 otherwise). */
+  /** Bad lines left out under `badLines: "skip"`, and the first ten. */
   readonly skippedLines: number;
-  /** The first ten of them, with the error each would have stopped the run with. */
   readonly skipped: readonly SkippedLine[];
 }
 
@@ -279,7 +267,7 @@ export async function adviseRequests(requests: readonly unknown[], options: Advi
   return advise(memoryLines(requests, options.maxLineBytes), options);
 }
 
-/** Advises on a JSONL request log file, read in constant memory and linear time (several passes). */
+/** Advises on a JSONL request log file, read in constant memory (several passes). */
 export async function adviseLog(path: string, options: AdviseOptions = {}): Promise<AdviseReport> {
   return advise(fileLines(path, options.maxLineBytes), options);
 }

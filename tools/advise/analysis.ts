@@ -75,9 +75,7 @@ export interface PassSettings {
 
 /** A log line left out under `badLines: "skip"`. */
 export interface SkippedLine {
-  /** 1-based line of the log. */
   readonly line: number;
-  /** Why: the `ERR_LOG_FORMAT` message the line would have stopped the run with. */
   readonly message: string;
 }
 

@@ -12,7 +12,7 @@ import { parseCommandLine, parseNumbers, parseTokenCount, splitList } from "../c
 import { importOptional } from "../common/optional.js";
 import { ADVISE_PREFIX_LENGTHS, ADVISE_STRATEGIES, type AdviseOptions, type AdviseProgress, adviseLog } from "./advise.js";
 import { formatAdvice } from "./format.js";
-import { MAX_LINE_BYTES_LIMIT } from "./lines.js";
+import { checkMaxLineBytes } from "./lines.js";
 import { renderAdviceHtml } from "./report.js";
 
 /** Help text of `prefix-router advise`. */
@@ -33,9 +33,8 @@ Options:
   --rate X                   multiply the arrival rate; timestamps are compressed by X (default: 1)
   --output-tokens N          answer length of requests that do not say (default: 200)
   --limit N                  read at most N requests
-  --max-line-bytes N         longest line read, bytes: a longer one is a bad line (default: 67108864)
-  --skip-bad-lines           leave out and count bad lines (no JSON, no request, nested deeper than
-                             1,024 levels, longer than --max-line-bytes) instead of stopping at one
+  --max-line-bytes N         longest line read, bytes (default: 67108864)
+  --skip-bad-lines           count bad lines (no request, too deep, too long) instead of stopping
   --routers N                independent router processes (default: 1)
   --seed N                   seed of the replay (default: 1)
   --drift-only               skip the replay on the virtual fleet (fast)
@@ -154,18 +153,11 @@ export function parseAdviseArgs(argv: readonly string[]): AdviseArgs {
     ...(v["rate"] !== undefined && { rateMultiplier: one("rate", false)! }),
     ...(v["output-tokens"] !== undefined && { outputTokens: one("output-tokens", true)! }),
     ...(v["limit"] !== undefined && { maxRequests: one("limit", true)! }),
-    ...(v["max-line-bytes"] !== undefined && { maxLineBytes: lineBytes(one("max-line-bytes", true)!) }),
+    ...(v["max-line-bytes"] !== undefined && { maxLineBytes: checkMaxLineBytes(one("max-line-bytes", true), "--max-line-bytes") }),
     ...(v["skip-bad-lines"] === true && { badLines: "skip" as const }),
     ...(v["routers"] !== undefined && { routers: one("routers", true)! }),
     ...(v["seed"] !== undefined && { seed: one("seed", true)! }),
     ...(v["drift-only"] === true && { simulate: false }),
   };
   return { path: path ?? "", options, json: v["json"] as string | undefined, report: v["report"] as string | undefined, quiet: v["quiet"] === true, help };
-}
-
-function lineBytes(n: number): number {
-  if (n < 1 || n > MAX_LINE_BYTES_LIMIT) {
-    throw new BenchError("ERR_BENCH_OPTION", `Expected \`--max-line-bytes\` to be an integer from 1 to ${MAX_LINE_BYTES_LIMIT}, got ${n}`);
-  }
-  return n;
 }

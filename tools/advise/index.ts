@@ -10,7 +10,7 @@ export type { Recommendation } from "./recommend.js";
 export { DEFAULT_BAD_LINES, DEFAULT_OUTPUT_TOKENS, MAX_LOG_DEPTH } from "./records.js";
 export type { BadLines } from "./records.js";
 export type { SkippedLine } from "./analysis.js";
-export { DEFAULT_MAX_LINE_BYTES, MAX_LINE_BYTES_LIMIT, fileLines, memoryLines } from "./lines.js";
+export { DEFAULT_MAX_LINE_BYTES, fileLines, memoryLines } from "./lines.js";
 export type { LineSource, LogLine } from "./lines.js";
 export { formatAdvice } from "./format.js";
 export { renderAdviceHtml } from "./report.js";

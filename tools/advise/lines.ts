@@ -16,12 +16,12 @@ import { BenchError } from "../common/errors.js";
 
 /** One line of a log, 1-based. */
 export interface LogLine {
-  /** The line's text (empty when `value` or `tooLong` is given). */
+  /** The line's text (empty when `value` is given). */
   readonly text: string;
   readonly line: number;
   /** The line's value when it came from memory already parsed. */
   readonly value?: unknown;
-  /** Set when the line is longer than the reader's limit: its text was never kept. */
+  /** Set for a line over `maxLineBytes` (never kept). */
   readonly tooLong?: { readonly bytes: number; readonly maxLineBytes: number };
 }
 
@@ -35,7 +35,7 @@ export interface LineSource {
   lines(onBytes?: (bytes: number) => void): Iterable<LogLine>;
 }
 
-/** Longest log line read by default, bytes (its `\n` not counted): 64 MiB. */
+/** Longest log line read by default, bytes: 64 MiB. */
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 /** Largest `maxLineBytes` accepted: 256 MiB, well inside the longest string V8 can make. */
 export const MAX_LINE_BYTES_LIMIT = 256 * 1024 * 1024;
@@ -118,20 +118,16 @@ export class LineSplitter {
  * Validates `maxLineBytes`.
  * @throws {BenchError} `ERR_BENCH_OPTION` naming the option, the range and the value
  */
-export function checkMaxLineBytes(value: unknown): number {
+export function checkMaxLineBytes(value: unknown, name = "maxLineBytes"): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > MAX_LINE_BYTES_LIMIT) {
-    throw new BenchError(
-      "ERR_BENCH_OPTION",
-      `Expected \`maxLineBytes\` to be an integer from 1 to ${MAX_LINE_BYTES_LIMIT}, got ${typeof value === "number" ? value : JSON.stringify(value) ?? String(value)}`,
-    );
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`${name}\` to be an integer from 1 to ${MAX_LINE_BYTES_LIMIT}, got ${String(value)}`);
   }
   return value;
 }
 
 /**
- * The lines of the file at `path`; a line longer than `maxLineBytes` comes out with `tooLong`.
- * @throws {BenchError} `ERR_LOG_READ` when the file cannot be opened (at the first pass),
- *   `ERR_BENCH_OPTION` for a `maxLineBytes` out of range
+ * The lines of the file at `path`.
+ * @throws {BenchError} `ERR_LOG_READ` when the file cannot be opened (at the first pass)
  */
 export function fileLines(path: string, maxLineBytes: number = DEFAULT_MAX_LINE_BYTES): LineSource {
   const max = checkMaxLineBytes(maxLineBytes);
@@ -172,10 +168,7 @@ export function fileLines(path: string, maxLineBytes: number = DEFAULT_MAX_LINE_
   };
 }
 
-/**
- * Lines from values in memory: each value is one line (a string is JSON text; anything else is
- * used as parsed). A string longer than `maxLineBytes` in UTF-8 comes out with `tooLong`, as from a file.
- */
+/** Lines from values in memory: each value is one line (a string is JSON text; anything else is used as parsed). */
 export function memoryLines(values: readonly unknown[], maxLineBytes: number = DEFAULT_MAX_LINE_BYTES): LineSource {
   const max = checkMaxLineBytes(maxLineBytes);
   return {

@@ -65,7 +65,7 @@ export type LogEntry = LogRequest | LogTrace;
 /** Answer length when a line says nothing about it, tokens. */
 export const DEFAULT_OUTPUT_TOKENS = 200;
 
-/** Deepest nesting of arrays and objects a log line may have (a top-level object is level 1), as `canonicalize` takes. */
+/** Deepest nesting a log line may have (a top-level object is level 1). */
 export const MAX_LOG_DEPTH = 1024;
 
 type Json = Record<string, unknown>;
@@ -152,10 +152,10 @@ export function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** What a bad log line does: stop the run with its `ERR_LOG_FORMAT` error, or be left out and counted. */
+/** What a bad log line does: stop the run, or be left out and counted. */
 export type BadLines = "fail" | "skip";
 
-/** Bad lines stop the run by default. */
+/** Bad lines stop the run. */
 export const DEFAULT_BAD_LINES: BadLines = "fail";
 
 /**
