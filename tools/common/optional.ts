@@ -22,7 +22,7 @@ export async function importOptional<M>(name: string, load: () => Promise<M>, wh
     return await load();
   } catch (e) {
     if (isMissingPackage(e, name)) {
-      throw new BenchError("ERR_MISSING_PACKAGE", `${what} needs the optional package \`${name}\`: npm install ${name}`, { cause: e });
+      throw new BenchError("ERR_MISSING_PACKAGE", `${what} needs the optional package \`${name}\`, which is not installed: npm install ${name}`, { cause: e });
     }
     throw e;
   }

@@ -2,7 +2,6 @@
 import OpenAI from "openai";
 import { type RouterStats, canonicalize, createRouter } from "prefix-router";
 import { routeOpenAI as fromRoot } from "prefix-router/openai";
-import { routeSageMaker } from "prefix-router/sagemaker";
 import { DEFAULT_RESPONSE_AFFINITY, type OpenAITarget, type RoutedRequestInfo, createRoutedFetch, getRouter, routeOpenAI } from "prefix-router/openai";
 import { startFleet } from "prefix-router/fleet";
 import { runBenchmark } from "prefix-router/bench";
@@ -18,4 +17,4 @@ const response = await client.responses.create({ model: "m", input: "hi", previo
 const stats: RouterStats | undefined = getRouter(same)?.stats();
 const { fetch } = await createRoutedFetch({ targets });
 const router = await createRouter({ targets: [{ id: "a" }] });
-export const used = [response.output_text, stats?.totals.affinity, fetch, router.route({ body: canonicalize({}) }), startFleet, runBenchmark, routeSageMaker];
+export const used = [response.output_text, stats?.totals.affinity, fetch, router.route({ body: canonicalize({}) }), startFleet, runBenchmark];
