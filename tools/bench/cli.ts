@@ -18,6 +18,8 @@ import { LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
 import type { WorkloadName } from "./workloads.js";
 import type { Workload } from "./workload.js";
 import { importOptional } from "../common/optional.js";
+import { isRouterError } from "prefix-router";
+import { runEngineBenchCommand } from "./engines/cli.js";
 
 /** Output of the command: line writers for stdout and stderr. */
 export interface BenchCliIo {
@@ -56,6 +58,8 @@ Options:
   --restart-at T:I[:D]   restart instance I at time T, its cache emptied, down for D first
                          (repeatable), e.g. 10m:i3 or 10m:i3:1m; each strategy also runs
                          without restarts, to measure the recovery
+  --engine LIST          run on real engines in real time instead: llama, emulated
+                         (\`prefix-router bench --engine llama --help\` for its options)
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
   -q, --quiet            no progress bar
@@ -70,6 +74,7 @@ Example:
  */
 export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): Promise<number> {
   try {
+    if (argv.some((a) => a === "--engine" || a.startsWith("--engine="))) return await engineCommand(argv, io);
     const args = parseBenchArgs(argv);
     if (args.help) {
       io.out(BENCH_USAGE);
@@ -138,6 +143,19 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       io.err(`prefix-router bench: ${e.message}`);
       if (e.code === "ERR_BENCH_OPTION") io.err("Run `prefix-router bench --help` for the options.");
       return e.code === "ERR_BENCH_OPTION" ? 2 : 1;
+    }
+    throw e;
+  }
+}
+
+/** `bench --engine …`: a missing node-llama-cpp is one line and exit code 1, like a missing chart package. */
+async function engineCommand(argv: readonly string[], io: BenchCliIo): Promise<number> {
+  try {
+    return await runEngineBenchCommand(argv, io);
+  } catch (e) {
+    if (isRouterError(e) && e.code === "ERR_MISSING_PEER") {
+      io.err(`prefix-router bench: ${e.message}`);
+      return 1;
     }
     throw e;
   }

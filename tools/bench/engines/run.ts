@@ -1,0 +1,377 @@
+/**
+ * The strategies side by side on real engines, in real time: every strategy gets a fleet of its
+ * own (cold caches, the same engines' settings) and plays the same sessions through
+ * `routeOpenAI` and the real `openai` client, streaming, with `concurrency` sessions in flight.
+ * Strategies take turns by rounds of `4 × concurrency` sessions, so a noisy neighbour on the
+ * machine slows every strategy alike rather than the one that happens to be running.
+ *
+ * Each request is recorded: the target, the client's TTFT (request sent → first content), the
+ * engine's `prompt_tokens` and `cached_tokens`, the strategy's predicted cached tokens (from
+ * `onDecision`), and the engine's own TTFT and queueing (its response headers). The pooled ideal
+ * is the hit rate of one unbounded cache that saw every earlier prompt and answer: the longest
+ * common prefix of each prompt with any earlier prompt + answer, in characters (a byte-level
+ * engine's tokens).
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { performance } from "node:perf_hooks";
+import OpenAI from "openai";
+import { type RouterOptions } from "prefix-router";
+import { routeOpenAI } from "prefix-router/openai";
+import { startFleet, type LiveFleet } from "../../fleet/live.js";
+import type { EngineConfig } from "../../fleet/config.js";
+import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet } from "../../fleet/llama/index.js";
+import { renderPrompt } from "../../fleet/template.js";
+import { createRandom } from "../../sim/random.js";
+import { strategyOptions, type StrategyVariant } from "../variants.js";
+import type { Strategy } from "../../common/strategy.js";
+import type { EngineSession, EngineWorkload } from "./workloads.js";
+
+/** The engines a run can use: llama.cpp processes, or the emulated fleet configured alike. */
+export const ENGINE_KINDS = ["llama", "emulated"] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
+
+/** A strategy row of the bench: a built-in strategy or a named variant. */
+export type EngineStrategy = Strategy | StrategyVariant;
+
+/** The emulated engine's timing, fitted to a llama.cpp engine (see {@link fitEmulated}). */
+export interface EngineTiming {
+  /** Fixed time before prefill: HTTP, template, tokenization, ms. */
+  overheadMs: number;
+  /** Prefill time per uncached prompt token (one character), ms. */
+  prefillMsPerToken: number;
+  /** Time per generated token, ms. */
+  decodeMsPerToken: number;
+}
+
+/**
+ * The tiny llama.cpp model's timing on this kind of machine (2 cores, one thread per engine, 4
+ * engines), from `fitEmulated` over a `short-prompts` run: what `--engine emulated` uses when no
+ * llama run precedes it in the same invocation.
+ */
+export const DEFAULT_LLAMA_TIMING: Readonly<EngineTiming> = Object.freeze({ overheadMs: 5, prefillMsPerToken: 0.35, decodeMsPerToken: 6 });
+
+/** Options of {@link runEngineBench}. */
+export interface EngineBenchOptions {
+  readonly engines: readonly EngineKind[];
+  readonly workload: EngineWorkload;
+  readonly strategies: readonly EngineStrategy[];
+  /** Engines per fleet. */
+  readonly instances: number;
+  /** Slots per engine (requests it runs at once, each with its own cache). */
+  readonly slots: number;
+  /** Tokens per slot. */
+  readonly contextSize: number;
+  /** Sessions in flight at once (the closed loop's clients). */
+  readonly concurrency: number;
+  /** Output tokens per request. */
+  readonly maxTokens: number;
+  /** Seed of the router's random draws and of the model's weights. */
+  readonly seed: number;
+  /** Stop starting new rounds after this long, ms (every strategy gets the same rounds). */
+  readonly timeLimitMs?: number;
+  /** Router options over the strategy's (e.g. `prefixLength`). */
+  readonly router?: Pick<RouterOptions, "prefixLength" | "concurrencyThreshold">;
+  /** The emulated engine's timing; default: fitted to the llama run of the same invocation, else {@link DEFAULT_LLAMA_TIMING}. */
+  readonly timing?: EngineTiming;
+  /** Called after each round. */
+  readonly onProgress?: (p: { engine: EngineKind; round: number; rounds: number }) => void;
+}
+
+/** One request of a run. */
+export interface EngineRecord {
+  readonly session: number;
+  readonly turn: number;
+  readonly group: number;
+  /** The target the router chose, `undefined` when the request failed before. */
+  readonly target: string | undefined;
+  /** ms from the run's start to this request's. */
+  readonly startMs: number;
+  /** Client-side TTFT: sent → first content, ms. */
+  readonly ttftMs: number;
+  /** Sent → last event, ms. */
+  readonly durationMs: number;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  /** What the strategy predicted cached; `undefined`: no prediction. */
+  readonly predictedCachedTokens: number | undefined;
+  /** The pooled ideal's cached characters for this prompt, and the prompt's characters. */
+  readonly idealCachedChars: number;
+  readonly promptChars: number;
+  /** Whether an earlier request of this run used the same shared prefix. */
+  readonly seenPrefix: boolean;
+  /** The engine's own TTFT and queueing (its response headers), ms; `undefined` when absent. */
+  readonly engineTtftMs: number | undefined;
+  readonly engineQueueMs: number | undefined;
+  /** The error's message when the request failed. */
+  readonly error?: string;
+}
+
+/** One strategy on one kind of engine. */
+export interface EngineRun {
+  readonly engine: EngineKind;
+  readonly strategy: EngineStrategy;
+  readonly records: readonly EngineRecord[];
+  readonly targets: readonly string[];
+}
+
+/** The result: runs in engine, then strategy order, and the timing the emulated runs used. */
+export interface EngineBenchResult {
+  readonly workload: string;
+  readonly runs: readonly EngineRun[];
+  readonly timing: EngineTiming | undefined;
+  /** Sessions each strategy completed (the same for all). */
+  readonly sessions: number;
+}
+
+interface Fleet {
+  readonly targets: readonly { readonly id: string; readonly baseURL: string }[];
+  close(): Promise<void>;
+}
+
+async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: EngineTiming): Promise<Fleet> {
+  if (kind === "llama") {
+    const fleet: LlamaFleet = await startLlamaFleet({
+      instances: o.instances,
+      slots: o.slots,
+      contextSize: o.contextSize,
+      seed: o.seed,
+      defaultMaxTokens: o.maxTokens,
+    });
+    return fleet;
+  }
+  const fleet: LiveFleet = await startFleet({ instances: o.instances, engine: emulatedConfig(o, timing), models: [DEFAULT_LLAMA_MODEL], defaultMaxTokens: o.maxTokens });
+  return {
+    targets: fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` })),
+    close: () => fleet.stop(),
+  };
+}
+
+/**
+ * The emulated engine configured like the llama fleet: `slots` sequences at once, the cache of
+ * all slots together, the fitted timing. The emulated tokenizer counts 4 characters a token, the
+ * byte-level engine one: per-token costs are scaled by 4.
+ */
+export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSize">, t: EngineTiming): Partial<EngineConfig> {
+  const CHARS = 4;
+  return {
+    maxNumSeqs: o.slots,
+    maxModelLen: Math.ceil(o.contextSize / CHARS),
+    numGpuBlocks: Math.max(1, Math.floor((o.slots * o.contextSize) / CHARS / 16)),
+    maxNumBatchedTokens: Math.ceil((o.slots * o.contextSize) / CHARS),
+    frontendOverheadMs: t.overheadMs,
+    stepBaseMs: t.decodeMsPerToken,
+    prefillMsPerToken: t.prefillMsPerToken * CHARS,
+    prefillMsPerTokenPair: 0,
+    decodeMsPerSeq: 0,
+    decodeMsPerContextToken: 0,
+  };
+}
+
+/** Per-request context the router's `onDecision` writes into. */
+interface Pending {
+  target?: string;
+  predicted?: number | undefined;
+}
+
+type Message = { role: "system" | "user" | "assistant"; content: string };
+
+/** One strategy's fleet, client and records, advanced a round at a time. */
+class StrategyRun {
+  readonly records: EngineRecord[] = [];
+  /** Earlier prompts + answers, by shared prefix: the pooled ideal's cache. */
+  private readonly seen = new Map<number, string[]>();
+  private client!: OpenAI;
+  private readonly als = new AsyncLocalStorage<Pending>();
+  private t0 = 0;
+
+  constructor(
+    readonly strategy: EngineStrategy,
+    readonly fleet: Fleet,
+    private readonly o: EngineBenchOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    this.client = await routeOpenAI(new OpenAI({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
+      targets: this.fleet.targets.map(({ id, baseURL }) => ({ id, baseURL })),
+      random: createRandom(this.o.seed),
+      ...this.o.router,
+      ...strategyOptions(this.strategy),
+      onDecision: (d) => {
+        const p = this.als.getStore();
+        if (p !== undefined) {
+          p.target = d.target.id;
+          p.predicted = d.predictedCachedTokens;
+        }
+      },
+    });
+    this.t0 = performance.now();
+  }
+
+  /** Plays `sessions`, `concurrency` at a time. */
+  async play(sessions: readonly EngineSession[]): Promise<void> {
+    let next = 0;
+    const worker = async () => {
+      while (next < sessions.length) await this.session(sessions[next++]!);
+    };
+    await Promise.all(Array.from({ length: Math.min(this.o.concurrency, sessions.length) }, worker));
+  }
+
+  private async session(s: EngineSession): Promise<void> {
+    const messages: Message[] = [{ role: "system", content: s.system }];
+    for (const [turn, question] of s.turns.entries()) {
+      messages.push({ role: "user", content: question });
+      const answer = await this.request(s, turn, messages);
+      if (answer === undefined) return;
+      messages.push({ role: "assistant", content: answer });
+    }
+  }
+
+  private async request(s: EngineSession, turn: number, messages: readonly Message[]): Promise<string | undefined> {
+    const prompt = renderPrompt({ messages });
+    const earlier = this.seen.get(s.group) ?? [];
+    const seenPrefix = earlier.length > 0;
+    let ideal = 0;
+    for (const e of earlier) ideal = Math.max(ideal, commonPrefix(prompt, e));
+    ideal = Math.min(ideal, prompt.length - 1);
+    const pending: Pending = {};
+    const start = performance.now();
+    let first = Number.NaN;
+    let text = "";
+    let usage: OpenAI.CompletionUsage | undefined;
+    let headers: Headers | undefined;
+    const base = { session: s.index, turn, group: s.group, startMs: start - this.t0, idealCachedChars: ideal, promptChars: prompt.length, seenPrefix };
+    try {
+      await this.als.run(pending, async () => {
+        const { data, response } = await this.client.chat.completions
+          .create({ model: DEFAULT_LLAMA_MODEL, messages: [...messages], max_tokens: this.o.maxTokens, stream: true, stream_options: { include_usage: true } })
+          .withResponse();
+        headers = response.headers;
+        for await (const chunk of data) {
+          const delta = chunk.choices[0]?.delta?.content;
+          if (delta) {
+            if (Number.isNaN(first)) first = performance.now() - start;
+            text += delta;
+          }
+          if (chunk.usage) usage = chunk.usage;
+        }
+      });
+    } catch (err) {
+      this.records.push({
+        ...base,
+        target: pending.target,
+        ttftMs: Number.NaN,
+        durationMs: performance.now() - start,
+        promptTokens: 0,
+        cachedTokens: 0,
+        completionTokens: 0,
+        predictedCachedTokens: pending.predicted,
+        engineTtftMs: undefined,
+        engineQueueMs: undefined,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return undefined;
+    }
+    const durationMs = performance.now() - start;
+    if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
+    earlier.push(prompt + text);
+    const header = (name: string) => {
+      const v = Number(headers?.get(name) ?? Number.NaN);
+      return Number.isFinite(v) ? v : undefined;
+    };
+    this.records.push({
+      ...base,
+      target: pending.target,
+      ttftMs: Number.isNaN(first) ? durationMs : first,
+      durationMs,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      predictedCachedTokens: pending.predicted,
+      engineTtftMs: header("x-prefix-router-ttft-ms"),
+      engineQueueMs: header("x-prefix-router-queue-ms"),
+    });
+    return text;
+  }
+}
+
+/** Length of the common prefix of `a` and `b`. */
+export function commonPrefix(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  return i;
+}
+
+/**
+ * The emulated engine's timing from a llama run's records: a least-squares line through the
+ * engine's prefill time (its TTFT minus its queueing) against the uncached tokens, and the
+ * median decode time per generated token. `undefined` with too few records.
+ */
+export function fitEmulated(records: readonly EngineRecord[]): EngineTiming | undefined {
+  const points: [number, number][] = [];
+  const decode: number[] = [];
+  for (const r of records) {
+    if (r.error !== undefined || r.engineTtftMs === undefined) continue;
+    points.push([r.promptTokens - r.cachedTokens, r.engineTtftMs - (r.engineQueueMs ?? 0)]);
+    if (r.completionTokens > 1) decode.push((r.durationMs - r.ttftMs) / (r.completionTokens - 1));
+  }
+  if (points.length < 8) return undefined;
+  const n = points.length;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  let sxy = 0;
+  let sxx = 0;
+  for (const [x, y] of points) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) ** 2;
+  }
+  const slope = sxx === 0 ? 0 : Math.max(0, sxy / sxx);
+  decode.sort((a, b) => a - b);
+  return {
+    overheadMs: Math.max(0, my - slope * mx),
+    prefillMsPerToken: slope,
+    decodeMsPerToken: decode.length === 0 ? DEFAULT_LLAMA_TIMING.decodeMsPerToken : decode[Math.floor(decode.length / 2)]!,
+  };
+}
+
+/**
+ * Runs every strategy on every kind of engine named, the same sessions for each. Engines are
+ * started per strategy and stopped before the next kind starts.
+ */
+export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBenchResult> {
+  const all = o.workload.sessions;
+  const batch = 4 * o.concurrency;
+  const rounds = Math.ceil(all.length / batch);
+  const runs: EngineRun[] = [];
+  let timing = o.timing;
+  let sessions = all.length;
+  for (const engine of o.engines) {
+    const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
+    const strategyRuns: StrategyRun[] = [];
+    try {
+      for (const s of o.strategies) {
+        const fleet = await startEngines(engine, o, useTiming);
+        const run = new StrategyRun(s, fleet, o);
+        strategyRuns.push(run);
+        await run.start();
+      }
+      const started = performance.now();
+      let played = 0;
+      for (let r = 0; r < rounds; r++) {
+        if (o.timeLimitMs !== undefined && r > 0 && performance.now() - started > o.timeLimitMs) break;
+        const slice = all.slice(r * batch, (r + 1) * batch);
+        // Rotate who goes first, so no strategy always follows the same one.
+        for (let k = 0; k < strategyRuns.length; k++) await strategyRuns[(r + k) % strategyRuns.length]!.play(slice);
+        played += slice.length;
+        o.onProgress?.({ engine, round: r + 1, rounds });
+      }
+      sessions = Math.min(sessions, played);
+    } finally {
+      await Promise.all(strategyRuns.map((r) => r.fleet.close()));
+    }
+    for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
+    if (engine === "llama" && timing === undefined) timing = fitEmulated(runs.flatMap((r) => (r.engine === "llama" ? r.records : [])));
+  }
+  return { workload: o.workload.name, runs, timing: o.engines.includes("emulated") ? (timing ?? DEFAULT_LLAMA_TIMING) : timing, sessions };
+}
