@@ -1,0 +1,230 @@
+/**
+ * The real-engine bench's parts that do not need llama.cpp: its workloads, the figures it derives
+ * from records (hit, pooled ideal, predictions, checks, the emulator check, the fitted timing),
+ * its command line, and a whole run on the emulated fleet over loopback. The llama run itself is
+ * in test/tools/fleet/llama/real-engines.test.ts.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { runBenchCommand } from "../../../tools/bench/cli.js";
+import { parseEngineArgs } from "../../../tools/bench/engines/cli.js";
+import { accurate, emulatorCheck, engineChecks, engineRows, quantile } from "../../../tools/bench/engines/report.js";
+import { commonPrefix, fitEmulated, runEngineBench, type EngineBenchResult, type EngineRecord } from "../../../tools/bench/engines/run.js";
+import { ENGINE_WORKLOAD_DEFAULTS, engineWorkload } from "../../../tools/bench/engines/workloads.js";
+import { isBenchError } from "../../../tools/common/errors.js";
+
+function record(over: Partial<EngineRecord>): EngineRecord {
+  return {
+    session: 0,
+    turn: 0,
+    group: 0,
+    target: "i0",
+    startMs: 0,
+    ttftMs: 100,
+    durationMs: 200,
+    promptTokens: 1000,
+    cachedTokens: 0,
+    completionTokens: 16,
+    predictedCachedTokens: undefined,
+    idealCachedChars: 0,
+    promptChars: 1000,
+    seenPrefix: false,
+    engineTtftMs: undefined,
+    engineQueueMs: undefined,
+    ...over,
+  };
+}
+
+function result(runs: { engine: "llama" | "emulated"; strategy: string; records: EngineRecord[] }[]): EngineBenchResult {
+  return { workload: "short-prompts", sessions: 1, timing: undefined, runs: runs.map((r) => ({ ...r, strategy: r.strategy as never, targets: ["i0", "i1"] })) };
+}
+
+describe("engine workloads", () => {
+  it("are drawn from the seed: same seed, same sessions; another seed, others", () => {
+    const a = engineWorkload("short-prompts", 1);
+    expect(engineWorkload("short-prompts", 1)).toEqual(a);
+    expect(engineWorkload("short-prompts", 2).sessions[0]!.turns).not.toEqual(a.sessions[0]!.turns);
+  });
+
+  it("short-prompts: 12 shared prompts of 1,500 characters, skewed popularity, one distinct question each", () => {
+    const w = engineWorkload("short-prompts", 1);
+    expect(w.sessions).toHaveLength(ENGINE_WORKLOAD_DEFAULTS["short-prompts"].sessions);
+    const prompts = new Set(w.sessions.map((s) => s.system));
+    expect(prompts.size).toBeLessThanOrEqual(12);
+    for (const p of prompts) expect(p.length).toBe(1500);
+    const counts = Array.from({ length: 12 }, (_, g) => w.sessions.filter((s) => s.group === g).length);
+    expect(counts[0]).toBeGreaterThan(2 * counts[11]!);
+    const questions = w.sessions.flatMap((s) => s.turns);
+    expect(new Set(questions).size).toBe(questions.length);
+    expect(w.sessions.every((s) => s.turns.length === 1)).toBe(true);
+    // ASCII: a byte-level engine sees one token per character.
+    expect(w.sessions.every((s) => /^[\x20-\x7e\n]*$/.test(s.system + s.turns.join("")))).toBe(true);
+  });
+
+  it("long-documents: 8 documents of 6,000 characters, three turns a session", () => {
+    const w = engineWorkload("long-documents", 3);
+    expect(new Set(w.sessions.map((s) => s.group)).size).toBeLessThanOrEqual(8);
+    expect(w.sessions.every((s) => s.system.length === 6000 && s.turns.length === 3)).toBe(true);
+  });
+
+  it("refuses parameters out of range with a RangeError naming them", () => {
+    expect(() => engineWorkload("short-prompts", 1, { sessions: 0 })).toThrow(/`sessions`.*got 0/);
+    expect(() => engineWorkload("short-prompts", 1, { zipf: Number.NaN })).toThrow(RangeError);
+  });
+});
+
+describe("engine figures", () => {
+  it("commonPrefix is the length of the longest common prefix", () => {
+    fc.assert(
+      fc.property(fc.string(), fc.string(), fc.string(), (p, a, b) => {
+        const n = commonPrefix(p + a, p + b);
+        expect(n).toBeGreaterThanOrEqual(p.length);
+        expect((p + a).slice(0, n)).toBe((p + b).slice(0, n));
+        if (n < Math.min(p.length + a.length, p.length + b.length)) expect((p + a)[n]).not.toBe((p + b)[n]);
+      }),
+    );
+  });
+
+  it("quantile takes the nearest rank", () => {
+    expect(quantile([5, 1, 3, 2, 4], 0.5)).toBe(3);
+    expect(quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.9)).toBe(9);
+    expect(quantile([], 0.5)).toBeNaN();
+  });
+
+  it("a prediction is accurate within 10% of the engine's cached tokens; none predicted counts as 0", () => {
+    expect(accurate(950, 1000)).toBe(true);
+    expect(accurate(1100, 1000)).toBe(true);
+    expect(accurate(1101, 1000)).toBe(false);
+    expect(accurate(undefined, 0)).toBe(true);
+    expect(accurate(undefined, 500)).toBe(false);
+  });
+
+  it("rows: engine-reported hit, the pooled ideal, shares, predictions after a prefix's first sight; failures counted apart", () => {
+    const [row] = engineRows(
+      result([
+        {
+          engine: "llama",
+          strategy: "prefix-aware",
+          records: [
+            record({ target: "i0", predictedCachedTokens: 0 }),
+            record({ target: "i0", cachedTokens: 900, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 880 }),
+            record({ target: "i1", cachedTokens: 0, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 900 }),
+            record({ target: "i1", error: "boom", promptTokens: 0 }),
+          ],
+        },
+      ]),
+    );
+    expect(row!.hitRate).toBeCloseTo(900 / 3000);
+    expect(row!.idealHitRate).toBeCloseTo(1900 / 3000);
+    expect(row!.shares).toEqual({ i0: 2 / 3, i1: 1 / 3 });
+    expect(row!.predictions).toEqual({ tested: 2, within: 1 });
+    expect(row!.errors).toBe(1);
+  });
+
+  it("checks: the default strategy against least-outstanding + 10 points, 80% of the ideal, and P50s", () => {
+    const rows = engineRows(
+      result([
+        { engine: "llama", strategy: "random", records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedChars: 800 })] },
+        { engine: "llama", strategy: "least-outstanding", records: [record({ ttftMs: 400, cachedTokens: 500, idealCachedChars: 800 })] },
+        { engine: "llama", strategy: "prefix-aware", records: [record({ ttftMs: 300, cachedTokens: 700, idealCachedChars: 800 })] },
+      ]),
+    );
+    const checks = engineChecks(rows);
+    expect(checks.map((c) => [c.what, c.met])).toEqual([
+      ["prefix-aware: hit ≥ least-outstanding + 10 points", true],
+      ["prefix-aware: P50 ≤ least-outstanding's", true],
+      ["prefix-aware: hit ≥ 80% of the pooled ideal", true],
+      ["prefix-aware: P50 ≤ 0.35 × random's", true],
+    ]);
+  });
+
+  it("the emulator check compares hit rates per strategy and whether the rankings agree", () => {
+    const rows = engineRows(
+      result([
+        { engine: "llama", strategy: "random", records: [record({ cachedTokens: 300 })] },
+        { engine: "llama", strategy: "prefix-aware", records: [record({ cachedTokens: 700 })] },
+        { engine: "emulated", strategy: "random", records: [record({ cachedTokens: 350 })] },
+        { engine: "emulated", strategy: "prefix-aware", records: [record({ cachedTokens: 650 })] },
+      ]),
+    );
+    const check = emulatorCheck(rows)!;
+    expect(check.rankingsAgree).toBe(true);
+    expect(check.maxDifferencePoints).toBeCloseTo(5);
+    expect(check.llamaRanking).toEqual(["prefix-aware", "random"]);
+    expect(emulatorCheck(rows.filter((r) => r.engine === "llama"))).toBeUndefined();
+  });
+
+  it("fitEmulated recovers the engine's prefill line and decode time from its records", () => {
+    const records = Array.from({ length: 20 }, (_, i) =>
+      record({ promptTokens: 2000, cachedTokens: 100 * i, engineTtftMs: 12 + 0.5 * (2000 - 100 * i) + 30, engineQueueMs: 30, ttftMs: 50, durationMs: 50 + 15 * 8, completionTokens: 9 }),
+    );
+    const t = fitEmulated(records)!;
+    expect(t.overheadMs).toBeCloseTo(12);
+    expect(t.prefillMsPerToken).toBeCloseTo(0.5);
+    expect(t.decodeMsPerToken).toBeCloseTo(15);
+    expect(fitEmulated(records.slice(0, 3))).toBeUndefined();
+  });
+});
+
+describe("bench --engine: the command line", () => {
+  it("parses its options with defaults", () => {
+    const a = parseEngineArgs(["--engine", "llama,emulated", "--sessions", "20", "--time-limit", "5m"]);
+    expect(a).toMatchObject({ engines: ["llama", "emulated"], workload: "short-prompts", instances: 4, slots: 4, concurrency: 4, sessions: 20, seed: 1, timeLimitMs: 300_000 });
+    expect(a.strategies).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix"]);
+  });
+
+  it.each([
+    [["--engine", "gpu"], /Unknown engine `gpu`/],
+    [["--engine", "llama", "--workload", "rag"], /Unknown workload `rag`/],
+    [["--engine", "llama", "--strategies", "fastest"], /Unknown strategy `fastest`/],
+    [["--engine", "llama", "--slots", "0"], /`--slots` to be an integer from 1 to 64, got "0"/],
+    [["--engine", "llama", "--prefix-length", "10"], /`--prefix-length`/],
+  ])("refuses %j with a BenchError naming the option", (argv, message) => {
+    let error: unknown;
+    try {
+      parseEngineArgs(argv);
+    } catch (e) {
+      error = e;
+    }
+    expect(isBenchError(error) && error.code).toBe("ERR_BENCH_OPTION");
+    expect((error as Error).message).toMatch(message);
+  });
+
+  it("is reached from `bench` with --engine; a usage error exits with 2", async () => {
+    const err: string[] = [];
+    const code = await runBenchCommand(["--engine", "gpu"], { out: () => {}, err: (l) => err.push(l) });
+    expect(code).toBe(2);
+    expect(err.join("\n")).toMatch(/Unknown engine/);
+    const out: string[] = [];
+    expect(await runBenchCommand(["--engine", "llama", "--help"], { out: (l) => out.push(l), err: () => {} })).toBe(0);
+    expect(out.join("\n")).toMatch(/--context-size/);
+  });
+});
+
+describe("a run on the emulated fleet", () => {
+  it("plays every session through the router for each strategy, on fleets of its own", { timeout: 60_000 }, async () => {
+    const workload = engineWorkload("short-prompts", 1, { sessions: 12, prefixChars: 600 });
+    const res = await runEngineBench({
+      engines: ["emulated"],
+      workload,
+      strategies: ["random", "prefix-aware"],
+      instances: 2,
+      slots: 2,
+      contextSize: 2048,
+      concurrency: 2,
+      maxTokens: 4,
+      seed: 1,
+      timing: { overheadMs: 1, prefillMsPerToken: 0.01, decodeMsPerToken: 1 },
+    });
+    expect(res.sessions).toBe(12);
+    expect(res.runs.map((r) => r.strategy)).toEqual(["random", "prefix-aware"]);
+    for (const run of res.runs) {
+      expect(run.records).toHaveLength(12);
+      expect(run.records.every((r) => r.error === undefined && r.promptTokens > 0 && run.targets.includes(r.target!))).toBe(true);
+      expect(run.records.every((r) => r.ttftMs > 0 && r.ttftMs <= r.durationMs)).toBe(true);
+    }
+    // prefix-aware predicts (0 on a first sight); random never does.
+    expect(res.runs[1]!.records.every((r) => r.predictedCachedTokens !== undefined)).toBe(true);
+    expect(res.runs[0]!.records.every((r) => r.predictedCachedTokens === undefined)).toBe(true);
+  });
+});
