@@ -19,7 +19,7 @@ import { type RouterOptions } from "prefix-router";
 import { routeOpenAI } from "prefix-router/openai";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
 import type { EngineConfig } from "../../fleet/config.js";
-import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet } from "../../fleet/llama/index.js";
+import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet, type LlamaFleetOptions } from "../../fleet/llama/index.js";
 import { renderPrompt } from "../../fleet/template.js";
 import { createRandom } from "../../sim/random.js";
 import { strategyOptions, type StrategyVariant } from "../variants.js";
@@ -73,6 +73,8 @@ export interface EngineBenchOptions {
   readonly router?: Pick<RouterOptions, "prefixLength" | "concurrencyThreshold">;
   /** The emulated engine's timing; default: fitted to the llama run of the same invocation, else {@link DEFAULT_LLAMA_TIMING}. */
   readonly timing?: EngineTiming;
+  /** The llama fleet's model shape (default: the tiny model's). */
+  readonly model?: LlamaFleetOptions["model"];
   /** Called after each round. */
   readonly onProgress?: (p: { engine: EngineKind; round: number; rounds: number }) => void;
 }
@@ -137,6 +139,7 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
       contextSize: o.contextSize,
       seed: o.seed,
       defaultMaxTokens: o.maxTokens,
+      ...(o.model !== undefined && { model: o.model }),
     });
     return fleet;
   }

@@ -19,6 +19,8 @@ import { DEFAULT_LLAMA_MODEL, startLlamaFleet, type LlamaFleet } from "prefix-ro
 import { resolveNodeLlamaCpp } from "../../../../tools/fleet/llama/runtime.js";
 import { createRandom } from "../../../../tools/sim/random.js";
 import { renderPrompt } from "../../../../tools/fleet/template.js";
+import { runEngineBench } from "../../../../tools/bench/engines/run.js";
+import { engineWorkload } from "../../../../tools/bench/engines/workloads.js";
 
 const installed = resolveNodeLlamaCpp() !== undefined;
 const required = process.env.PREFIX_ROUTER_REQUIRE_LLAMA === "1";
@@ -158,6 +160,30 @@ describe.skipIf(!installed && !required)("real llama.cpp engines", () => {
     const random = await run("random");
     const prefixAware = await run("prefix-aware");
     expect(prefixAware).toBeGreaterThan(random);
+  });
+
+  it("bench --engine llama: every session played for each strategy, the engine's prompt tokens the rendered prompt's bytes", { timeout: 240_000 }, async () => {
+    const res = await runEngineBench({
+      engines: ["llama"],
+      workload: engineWorkload("short-prompts", 1, { sessions: 6, prefixChars: 500 }),
+      strategies: ["random", "prefix-aware"],
+      instances: 2,
+      slots: 2,
+      contextSize: 2048,
+      concurrency: 2,
+      maxTokens: 2,
+      seed: 1,
+      model: { layers: 2 },
+    });
+    for (const run of res.runs) {
+      expect(run.records).toHaveLength(6);
+      for (const r of run.records) {
+        expect(r.error).toBeUndefined();
+        expect(r.promptTokens).toBe(r.promptChars);
+        expect(r.cachedTokens).toBeLessThan(r.promptTokens);
+      }
+    }
+    expect(res.timing).toBeDefined();
   });
 
   it("counts in /metrics, under vLLM's names, the tokens usage reported", async () => {
