@@ -1,7 +1,9 @@
 import fc from "fast-check";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRouter, DEFAULTS, type LeaseOutcome, type Router } from "prefix-router";
+import { createRouter, DEFAULTS, type Lease, type Router } from "prefix-router";
+
+type LeaseOutcome = NonNullable<Parameters<Lease["release"]>[0]>;
 import { type OpenAITarget, getRouter, routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 import { FakeClock } from "../support.js";
@@ -208,7 +210,7 @@ describe("saturation in tokens — against the emulated fleet", () => {
     const settled = await Promise.allSettled(Array.from({ length: 60 }, (_, n) => one(n)));
     expect(settled.some((s) => s.status === "rejected")).toBe(true);
     expect(settled.some((s) => s.status === "fulfilled")).toBe(true);
-    const stats = getRouter(client).stats();
+    const stats = getRouter(client)!.stats();
     expect(stats.totals.inflight).toBe(0);
     expect(stats.prefill!.targets.map((t) => t.uncachedTokensInFlight)).toEqual([0, 0, 0]);
   });
