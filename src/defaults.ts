@@ -14,6 +14,7 @@ import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH } from "./routing/routing-input.js
 import { DEFAULT_BOUNDED_LOAD } from "./strategies/bounded-load.js";
 import { DEFAULT_STRATEGY } from "./strategies/index.js";
 import { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
+import { DEFAULT_PREFIX_AWARE } from "./strategies/helpers/prefill-saturation.js";
 
 /**
  * The router's defaults, by option name (`loadView` holds the shared views' settings,
@@ -31,6 +32,7 @@ export const DEFAULTS = Object.freeze({
   closedLoop: DEFAULT_CLOSED_LOOP,
   boundedLoad: DEFAULT_BOUNDED_LOAD,
   longestPrefix: DEFAULT_LONGEST_PREFIX,
+  prefixAware: DEFAULT_PREFIX_AWARE,
   loadView: DEFAULT_LOAD_VIEW,
   engineMetrics: DEFAULT_ENGINE_METRICS,
   membership: DEFAULT_MEMBERSHIP,

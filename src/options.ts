@@ -15,6 +15,7 @@ import {
   resolveLongestPrefixOptions,
 } from "./strategies/longest-prefix/options.js";
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
+import { type PrefixAwareConfig, type PrefixAwareOptions, resolvePrefixAwareOptions } from "./strategies/helpers/prefill-saturation.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
 import { type BackgroundConfig, resolveBackground } from "./background/background.js";
@@ -105,6 +106,13 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    */
   longestPrefix?: LongestPrefixOptions;
   /**
+   * Settings of the `prefix-aware` strategy (ignored by the others, but validated): when a key's
+   * replica counts as saturated — `concurrencyThreshold` requests in flight, or also uncached
+   * prefill tokens in flight past its calibrated bound (docs/prefix-aware.md, "Saturation in tokens").
+   * @default { saturation: "requests", ttftPenaltyMs: 250 }
+   */
+  prefixAware?: PrefixAwareOptions;
+  /**
    * Where the router reports ejections, spill storms, stale cache predictions and settings that
    * do nothing: `console`, a pino logger, anything with `debug`/`info`/`warn`/`error`.
    * @default silent
@@ -170,6 +178,7 @@ export interface Config<T extends TargetSpec> {
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
   longestPrefix: LongestPrefixConfig;
+  prefixAware: PrefixAwareConfig;
   logger: Logger;
   closedLoop: ClosedLoopConfig;
   telemetry: TelemetryConfig;
@@ -247,6 +256,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
+    prefixAware: resolvePrefixAwareOptions(o.prefixAware),
     logger: checkLogger(o.logger),
     closedLoop: resolveClosedLoop(o.closedLoop),
     telemetry: checkTelemetry(o.telemetry),

@@ -5,6 +5,7 @@ import type { InputKind } from "./routing/raw-prefix.js";
 import type { RoutingMode } from "./routing/routing-input.js";
 import type { LatencySummary } from "./router/target-state.js";
 import type { PrefixIndexStats } from "./strategies/longest-prefix/blocks.js";
+import type { PrefillStats } from "./strategies/helpers/prefill-saturation.js";
 
 /** A place requests can go: a replica, an endpoint, an inference component. */
 export interface TargetSpec {
@@ -227,6 +228,11 @@ export interface RouterStats {
   >;
   /** The `longest-prefix` strategy's block index; present only with that strategy. */
   prefixIndex?: PrefixIndexStats;
+  /**
+   * `prefix-aware` with `saturation: "tokens"`: per target, this router's uncached prefill tokens
+   * in flight, its calibrated prefill throughput and bound. Per process: `mergeStats` leaves it out.
+   */
+  prefill?: PrefillStats;
   /** The shared load view (`loadView` other than `"local"`): its source, health and figures. */
   loadView?: LoadViewStats;
   /** Membership refreshes; present only with the `membership` option. */

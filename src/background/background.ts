@@ -108,8 +108,8 @@ export class Background<T extends TargetSpec> {
         commitment?.firstByte?.();
         done();
       },
-      release(outcome, sawFirstByte) {
-        commitment?.release?.(outcome, sawFirstByte);
+      release(outcome, sawFirstByte, info) {
+        commitment?.release?.(outcome, sawFirstByte, info);
         done();
       },
     };

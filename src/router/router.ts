@@ -76,6 +76,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     random: config.random,
     xxhash: api,
     longestPrefix: config.longestPrefix,
+    prefixAware: config.prefixAware,
     closedLoop: config.closedLoop,
     routingPrefix(request: StrategyRequest): PrefixKey | undefined {
       const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength, writer);
@@ -89,6 +90,9 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
   const events = new RouterEvents(config.logger, telemetry, strategy.name, config.concurrencyThreshold);
   if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
     events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
+  }
+  if (options.prefixAware !== undefined && strategy.name !== "prefix-aware") {
+    events.ignored(`\`prefixAware\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
   try {
     router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events, background);

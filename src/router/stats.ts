@@ -60,7 +60,12 @@ export function buildStats(states: readonly TargetState[], now: number, strategy
   totals.ttftMs = summarize(merged.ttft);
   totals.durationMs = summarize(merged.duration);
   const targets = states.map((s) => targetStats(s, now, totals.routed));
-  return strategy?.prefixIndex === undefined ? { targets, totals } : { targets, totals, prefixIndex: strategy.prefixIndex };
+  return {
+    targets,
+    totals,
+    ...(strategy?.prefixIndex !== undefined && { prefixIndex: strategy.prefixIndex }),
+    ...(strategy?.prefill !== undefined && { prefill: strategy.prefill }),
+  };
 }
 
 function targetStats(s: TargetState, now: number, routed: number): TargetStats {

@@ -10,6 +10,11 @@
  * Cost: T rendezvous scores per decision (T eligible targets) and, only when the first choice is
  * not open, one sort of T scores. A request without routing input goes by least-outstanding.
  *
+ * With `prefixAware: { saturation: "tokens" }` a target is open only while its uncached prefill
+ * tokens in flight, this request's included, stay within its calibrated bound τ; when no target
+ * is, the least uncached tokens in flight (with this request's) per weight takes it
+ * (helpers/prefill-saturation.ts).
+ *
  * Prediction (closed-loop.ts): a pick predicts the key's whole prefix cached when this router sent
  * the key to that target recently — among the last {@link RECENT_KEYS_PER_TARGET} keys it sent
  * there (recorded at commit) — and nothing cached otherwise. The prediction never changes a pick;
@@ -20,9 +25,12 @@ import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 import { alignById } from "./helpers/by-id.js";
 import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../router/closed-loop.js";
+import { type PrefixAwareConfig, PrefillSaturation, PrefillTarget, promptUnits } from "./helpers/prefill-saturation.js";
+import type { RoutingMode } from "../routing/routing-input.js";
+import type { Clock } from "../types.js";
 import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
-import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
+import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "./strategy.js";
 import { twoChoiceFallback, twoChoiceSpill } from "./helpers/two-choices.js";
 import { splitKey } from "../routing/rendezvous.js";
 
@@ -35,19 +43,29 @@ export const RECENT_KEYS_PER_TARGET = 4096;
 export interface PrefixKey {
   readonly key: bigint;
   readonly length: number;
+  /** The whole routing input's size in the same unit; read only with `saturation: "tokens"`. */
+  readonly units?: number;
 }
 
 /** What `prefix-aware` needs from its router. */
 export interface PrefixAwareEnv extends ClosedLoopEnv {
   /** The request's key and prefix length, or `undefined` without routing input. */
   routingPrefix(request: StrategyRequest): PrefixKey | undefined;
+  readonly mode: RoutingMode;
+  readonly clock: Clock;
+  /** `RouterOptions.prefixAware`, validated. */
+  readonly prefixAware: PrefixAwareConfig;
 }
 
 /** A target's recent keys and its run of prediction misses. */
 class Recent implements MissRun {
   misses = 0;
   readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
-  constructor(readonly id: string) {}
+  /** Uncached prefill tokens in flight (`saturation: "tokens"`). */
+  readonly prefill: PrefillTarget;
+  constructor(readonly id: string) {
+    this.prefill = new PrefillTarget(id);
+  }
 }
 
 /** Candidates sorted by descending score; equal scores (probability ~2^-53) by position. */
@@ -63,35 +81,51 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   private scores = new Float64Array(16);
   private recent: Recent[] = [];
   private readonly byId = new Map<string, Recent>();
+  /** Token accounting; `undefined` with `saturation: "requests"`. */
+  private readonly saturation: PrefillSaturation | undefined;
 
-  constructor(private readonly env: PrefixAwareEnv) {}
+  constructor(private readonly env: PrefixAwareEnv) {
+    const o = env.prefixAware;
+    this.saturation = o.saturation === "tokens" ? new PrefillSaturation(o.ttftPenaltyMs, env.clock) : undefined;
+  }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
     this.recent = alignById(this.byId, targets, (id) => new Recent(id));
   }
 
   read(request: StrategyRequest): PrefixKey | undefined {
-    return request.body === undefined ? undefined : this.env.routingPrefix(request);
+    if (request.body === undefined) return undefined;
+    const prefix = this.env.routingPrefix(request);
+    if (prefix === undefined || this.saturation === undefined) return prefix;
+    return { ...prefix, units: promptUnits(this.env.mode, request.body, prefix.length) };
+  }
+
+  /** `stats().prefill` with `saturation: "tokens"`. */
+  stats(): StrategyStats {
+    return this.saturation === undefined ? {} : { prefill: this.saturation.stats(this.recent.map((r) => r.prefill)) };
   }
 
   pick(ctx: Ctx, input: PrefixKey | undefined): StrategyPick {
     if (input === undefined) return leastOutstandingPick(ctx);
-    const pick = this.choose(ctx, input.key);
+    const pick = this.choose(ctx, input);
     const recent = this.recent[pick.index];
     const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? tokensOf(input.length) : 0;
     return { ...pick, key: input.key, predictedCachedTokens };
   }
 
   /** Remembers the key as sent to the target; the lease's release tests the prediction. */
-  commit(_ctx: Ctx, pick: StrategyPick, input: PrefixKey | undefined): Commitment | undefined {
+  commit(ctx: Ctx, pick: StrategyPick, input: PrefixKey | undefined): Commitment | undefined {
     const recent = this.recent[pick.index];
     if (input === undefined || recent === undefined) return undefined;
+    const hold = this.holdPrefill(ctx, recent, input);
     recent.keys.set(input.key, true);
     const { closedLoop } = this.env;
-    if (closedLoop === undefined) return undefined;
+    if (closedLoop === undefined) return hold;
     const predicted = pick.predictedCachedTokens;
     return {
-      release: (outcome: LeaseOutcome, _sawFirstByte: boolean, info?: ReleaseInfo) => {
+      ...(hold && { firstByte: () => hold.firstByte() }),
+      release: (outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo) => {
+        hold?.release(outcome, sawFirstByte, info);
         if (!countVerdict(recent, judgePrediction(predicted, outcome, info, closedLoop.ratio), closedLoop)) return;
         const entries = recent.keys.size;
         recent.keys.clear();
@@ -107,23 +141,50 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     return { order: sortByScore(ctx.candidates, this.scoresOf(ctx, input.key)), key: input.key };
   }
 
+  /** With `saturation: "tokens"`, the pick's uncached tokens held on its target until its first byte. */
+  private holdPrefill(ctx: Ctx, recent: Recent, input: PrefixKey): Required<Commitment> | undefined {
+    const sat = this.saturation;
+    if (sat === undefined || input.units === undefined) return undefined;
+    const held = recent.keys.has(input.key);
+    const hold = sat.hold(recent.prefill, this.uncachedOn(recent, input), ctx.now, input.key, input.units, held);
+    return { firstByte: () => hold.firstByte(), release: (outcome, _sawFirstByte, info) => hold.release(outcome, info) };
+  }
+
+  /** Estimated uncached prompt tokens of `input` on the target of `recent`. */
+  private uncachedOn(recent: Recent, input: PrefixKey): number {
+    const sat = this.saturation as PrefillSaturation;
+    return sat.uncached(input.key, input.length, sat.promptTokens(input.units ?? input.length), recent.keys.has(input.key));
+  }
+
   /** The key's first open choice, else its next, else the least loaded. */
-  private choose(ctx: Ctx, key: bigint): StrategyPick {
+  private choose(ctx: Ctx, input: PrefixKey): StrategyPick {
     const candidates = ctx.candidates;
-    const scores = this.scoresOf(ctx, key);
+    const scores = this.scoresOf(ctx, input.key);
+    const sat = this.saturation;
+    const isOpen =
+      sat === undefined || input.units === undefined
+        ? (i: number) => ctx.isOpen(i)
+        : (i: number) => ctx.isOpen(i) && sat.admits((this.recent[i] as Recent).prefill, this.uncachedOn(this.recent[i] as Recent, input));
     // Fast path: the first choice usually has room; no sort needed.
     let best = 0;
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
-    if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
+    if (isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
     const order = sortByScore(candidates, scores);
     if (ctx.sharedLoad === true) {
-      const r = twoChoiceSpill(ctx, order, 1);
+      const r = twoChoiceSpill(ctx, order, 1, isOpen);
       if (r !== -1) return { index: order[r] as number, kind: "spillover", rank: r };
     }
     for (let r = 1; r < order.length; r++) {
       const i = order[r] as number;
-      if (ctx.isOpen(i)) return { index: i, kind: "spillover", rank: r };
+      if (isOpen(i)) return { index: i, kind: "spillover", rank: r };
+    }
+    if (sat !== undefined && input.units !== undefined) {
+      // llm-d's score: uncached tokens in flight plus this request's own there.
+      return leastLoaded(ctx, order, (i) => {
+        const recent = this.recent[i] as Recent;
+        return (recent.prefill.inflight + this.uncachedOn(recent, input)) / (ctx.weights[i] as number);
+      });
     }
     return (ctx.sharedLoad === true ? twoChoiceFallback(ctx, order) : undefined) ?? leastLoaded(ctx, order, (i) => inflightPerWeight(ctx, i));
   }

@@ -13,6 +13,7 @@
  *    hooks that run at the response's first byte and at the lease's release.
  */
 import type { PrefixIndexStats } from "./longest-prefix/blocks.js";
+import type { PrefillStats } from "./helpers/prefill-saturation.js";
 import type { RoutingMode } from "../routing/routing-input.js";
 import type { Clock, LeaseOutcome, PickKind, ReleaseInfo, Strategy, TargetSpec } from "../types.js";
 
@@ -119,6 +120,8 @@ export interface Commitment {
 export interface StrategyStats {
   /** A prefix index's statistics (`longest-prefix`). */
   prefixIndex?: PrefixIndexStats;
+  /** Uncached prefill tokens in flight and their bounds (`prefix-aware` with `saturation: "tokens"`). */
+  prefill?: PrefillStats;
 }
 
 /**

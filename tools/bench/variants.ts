@@ -13,14 +13,17 @@ export const STRATEGY_VARIANTS = {
 /**
  * Variants run only when named (`--strategies longest-prefix:open-loop`), for the comparisons they
  * exist for: `longest-prefix:open-loop` is `longest-prefix` with `closedLoop: false` (it keeps
- * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md).
+ * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md);
+ * `prefix-aware:tokens` is `prefix-aware` with `prefixAware: { saturation: "tokens" }`, beside the
+ * request-count default (docs/prefix-aware.md, "Saturation in tokens").
  */
 export const NAMED_ONLY_VARIANTS = {
   "longest-prefix:open-loop": { strategy: "longest-prefix", closedLoop: false },
+  "prefix-aware:tokens": { strategy: "prefix-aware", prefixAware: { saturation: "tokens" } },
 } as const satisfies Record<string, VariantOptions>;
 
 /** What a variant sets. */
-type VariantOptions = Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> & { strategy: Strategy };
+type VariantOptions = Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop" | "prefixAware"> & { strategy: Strategy };
 
 /** A variant's name. */
 export type StrategyVariant = keyof typeof STRATEGY_VARIANTS | keyof typeof NAMED_ONLY_VARIANTS;
@@ -34,7 +37,7 @@ export function isVariant(name: string): name is StrategyVariant {
 }
 
 /** The router options a strategy or variant name stands for. */
-export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> {
+export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop" | "prefixAware"> {
   const variants: Record<string, VariantOptions> = { ...STRATEGY_VARIANTS, ...NAMED_ONLY_VARIANTS };
   return variants[name] ?? { strategy: name as Strategy };
 }

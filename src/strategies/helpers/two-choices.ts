@@ -54,12 +54,12 @@ function inflightLoad(ctx: Ctx): (i: number) => number {
  * The spill position among `order` (candidate indices, best first) from position `from` on, or
  * −1 when none is open: two drawn among the first {@link SPILL_CHOICES} open ones.
  */
-export function twoChoiceSpill(ctx: Ctx, order: ArrayLike<number>, from: number): number {
+export function twoChoiceSpill(ctx: Ctx, order: ArrayLike<number>, from: number, isOpen: (i: number) => boolean = (i) => ctx.isOpen(i)): number {
   let a = -1;
   let b = -1;
   let c = -1;
   for (let r = from; r < order.length && c === -1; r++) {
-    if (!ctx.isOpen(order[r] as number)) continue;
+    if (!isOpen(order[r] as number)) continue;
     if (a === -1) a = r;
     else if (b === -1) b = r;
     else c = r;
