@@ -181,7 +181,9 @@ export class RedisResponseStore {
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
-      timer = setTimeout(resolve, this.config.timeoutMs, TIMED_OUT);
+      // Decided after the next poll phase: when this process itself stalled past timeoutMs, an
+      // answer already waiting in the socket is read first instead of being counted a timeout.
+      timer = setTimeout(() => setImmediate(resolve, TIMED_OUT), this.config.timeoutMs);
       timer.unref?.();
     });
     let answer: string | typeof TIMED_OUT;

@@ -195,7 +195,8 @@ describe.skipIf(SKIP !== undefined)(`${PROCESSES} application processes share re
     const random = seeded(2);
     const running = newConversations(1000, 30);
     const before = await converse(workers, running, 2, random);
-    expect(before.filter((t) => t.answer.ok !== true)).toEqual([]);
+    const failed = before.filter((t) => t.answer.ok !== true);
+    expect(failed, failed.length === 0 ? "" : JSON.stringify(await Promise.all(workers.map((w) => w.stats())))).toEqual([]);
 
     await redis.kill();
     const during = [...(await converse(workers, running, 3, random)), ...(await converse(workers, newConversations(2000, 10), 1, random))];
