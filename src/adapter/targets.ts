@@ -5,7 +5,13 @@
  */
 import { validateTargets } from "../options.js";
 import type { TARGET_CHECK } from "../options.js";
-import type { Router, TargetSpec } from "../types.js";
+import type { Router, RouterStats, TargetSpec } from "../types.js";
+
+/** What an adapter adds to its router: figures of its own in `stats()`, resources of its own to release in `close()`. */
+export interface AdapterParts {
+  stats?(stats: RouterStats): RouterStats;
+  close?(): Promise<void>;
+}
 
 /**
  * Runs `check` on each target of `targets` that is an object; `check` throws an error naming
@@ -24,9 +30,11 @@ export function checkTargetFields<T extends TargetSpec>(targets: unknown, check:
 /**
  * The router an adapter exposes: `core`'s methods on a frozen object, with what `core` carries
  * under symbols (its telemetry). `core` checks the adapter's target fields itself (it was
- * created with them under {@link TARGET_CHECK}), for `setTargets` and membership alike.
+ * created with them under {@link TARGET_CHECK}), for `setTargets` and membership alike. `parts`
+ * adds the adapter's own figures to `stats()` and closes its own resources after the router's.
  */
-export function adapterRouter<T extends TargetSpec>(core: Router<T>): Router<T> {
+export function adapterRouter<T extends TargetSpec>(core: Router<T>, parts: AdapterParts = {}): Router<T> {
+  const { stats: addStats, close: closeOwn } = parts;
   const checked = {
     strategy: core.strategy,
     mode: core.mode,
@@ -36,8 +44,13 @@ export function adapterRouter<T extends TargetSpec>(core: Router<T>): Router<T> 
     rank: core.rank.bind(core),
     prepare: core.prepare.bind(core),
     targets: core.targets.bind(core),
-    stats: core.stats.bind(core),
-    close: core.close.bind(core),
+    stats: addStats === undefined ? core.stats.bind(core) : () => addStats(core.stats()),
+    close:
+      closeOwn === undefined
+        ? core.close.bind(core)
+        : async () => {
+            await Promise.all([core.close(), closeOwn()]);
+          },
     setTargets: core.setTargets.bind(core),
   };
   // What the router carries under symbols (its telemetry) goes along.

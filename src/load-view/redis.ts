@@ -47,9 +47,9 @@ interface RedisLike {
 /** The ioredis client constructor. */
 export type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisLike;
 
-/** @internal Loads the optional client. */
-export async function loadRedisClient(): Promise<RedisConstructor> {
-  const mod = await importPeer("ioredis", 'loadView "redis"', () => import("ioredis"));
+/** @internal Loads the optional client; `what` needs it (for the missing-package message). */
+export async function loadRedisClient(what = 'loadView "redis"'): Promise<RedisConstructor> {
+  const mod = await importPeer("ioredis", what, () => import("ioredis"));
   return ((mod as { Redis?: unknown }).Redis ?? (mod as { default?: unknown }).default) as RedisConstructor;
 }
 

@@ -10,7 +10,9 @@
  *   to that target (`kind: "affinity"`, one attempt). When that target has left the target set
  *   the request fails with `ERR_TARGET_GONE` rather than reach a replica that cannot know the
  *   response; an id the adapter never saw (another process created it, or it was evicted) is
- *   routed like any request.
+ *   routed like any request. With a shared store (`responseAffinity.store`, response-store.ts),
+ *   every process writes the ids it sees there, and an id this process never saw is looked up
+ *   there before the request is routed.
  * - **TTFT.** A Responses stream sends `response.created` and `response.in_progress` as soon as
  *   the request is accepted, before prefill; the first token is the first event after them. The
  *   lease's first byte waits for it.
@@ -25,7 +27,8 @@ import { LRUCache } from "lru-cache";
 import { JsonUsageScanner, SseUsageScanner, type UsageScanner } from "../adapter/usage.js";
 import type { SseEvent } from "../adapter/sse.js";
 import { checkInteger, describe } from "../internal/validate.js";
-import type { ReleaseInfo } from "../types.js";
+import type { Clock, ReleaseInfo, ResponseAffinityStats } from "../types.js";
+import { type RedisResponseStore, type ResponseStoreConfig, type ResponseStoreOptions, openResponseStore, resolveResponseStore } from "./response-store.js";
 
 /** Options of response affinity ({@link RoutedFetchOptions.responseAffinity}). */
 export interface ResponseAffinityOptions {
@@ -35,10 +38,18 @@ export interface ResponseAffinityOptions {
    * @default 100000
    */
   maxEntries?: number;
+  /**
+   * A store every application process shares (`{ source: "redis", url, … }`, or `"redis"` for
+   * its defaults): each process writes which target served each response it saw, and a
+   * follow-up whose id this process does not know is looked up there (docs/openai.md). Needs the
+   * optional package `ioredis`.
+   * @default undefined (this process's memory only)
+   */
+  store?: ResponseStoreOptions | "redis";
 }
 
-/** Default {@link ResponseAffinityOptions}. */
-export const DEFAULT_RESPONSE_AFFINITY: Readonly<Required<ResponseAffinityOptions>> = Object.freeze({ maxEntries: 100_000 });
+/** Default {@link ResponseAffinityOptions}: no shared store. */
+export const DEFAULT_RESPONSE_AFFINITY: Readonly<{ maxEntries: number }> = Object.freeze({ maxEntries: 100_000 });
 
 /** Longest response id remembered; a longer string is no response id (vLLM's and OpenAI's are under 100 characters). */
 export const MAX_RESPONSE_ID_CHARS = 512;
@@ -48,36 +59,86 @@ export function responseIdOf(value: unknown): string | undefined {
   return typeof value === "string" && value.length > 0 && value.length <= MAX_RESPONSE_ID_CHARS ? value : undefined;
 }
 
-/** Which target served which response id. */
+/** Which target served which response id: this process's map, and the shared store when there is one. */
 export class ResponseAffinity {
   private readonly targets: LRUCache<string, string>;
+  private localHits = 0;
+  private localMisses = 0;
 
-  constructor(options: ResponseAffinityOptions) {
-    this.targets = new LRUCache({ max: options.maxEntries ?? DEFAULT_RESPONSE_AFFINITY.maxEntries });
+  constructor(
+    options: { maxEntries: number },
+    private readonly store?: RedisResponseStore,
+  ) {
+    this.targets = new LRUCache({ max: options.maxEntries });
   }
 
-  /** The target that served response `id`, if this adapter saw it. */
+  /** The target that served response `id`, if this process saw it (or read it from the store). */
   targetOf(id: string): string | undefined {
-    return this.targets.get(id);
+    const target = this.targets.get(id);
+    if (target !== undefined) this.localHits++;
+    else this.localMisses++;
+    return target;
   }
 
-  /** Remembers that `targetId` served response `id`; an id {@link responseIdOf} refuses is not kept. */
+  /**
+   * After {@link targetOf} found nothing: the shared store's answer, when there is a store and it
+   * answers in time with one of `isTarget`'s ids (kept in the map too); `undefined` otherwise.
+   * Never rejects.
+   */
+  async fromStore(id: string, isTarget: (targetId: string) => boolean): Promise<string | undefined> {
+    if (this.store === undefined || responseIdOf(id) === undefined) return undefined;
+    const target = await this.store.get(id, isTarget);
+    if (target !== undefined) this.targets.set(id, target);
+    return target;
+  }
+
+  /** Whether a local miss is worth a {@link fromStore}. */
+  get shared(): boolean {
+    return this.store !== undefined;
+  }
+
+  /** Remembers that `targetId` served response `id` (here, and in the store); an id {@link responseIdOf} refuses is not kept. */
   remember(id: string, targetId: string): void {
-    if (responseIdOf(id) !== undefined) this.targets.set(id, targetId);
+    if (responseIdOf(id) === undefined) return;
+    this.targets.set(id, targetId);
+    this.store?.put(id, targetId);
+  }
+
+  stats(): ResponseAffinityStats {
+    const stats: ResponseAffinityStats = { entries: this.targets.size, localHits: this.localHits, localMisses: this.localMisses };
+    if (this.store !== undefined) stats.store = this.store.stats();
+    return stats;
+  }
+
+  /** Closes the store's connection (pending writes sent first). Idempotent. */
+  close(): Promise<void> {
+    return this.store?.close() ?? Promise.resolve();
   }
 }
 
+/** @internal Validated `responseAffinity`. */
+export interface ResponseAffinityConfig {
+  maxEntries: number;
+  store: ResponseStoreConfig | undefined;
+}
+
 /** Validates the `responseAffinity` option: `undefined` when it is off. */
-export function responseAffinityOf(value: unknown): ResponseAffinity | undefined {
+export function responseAffinityOf(value: unknown): ResponseAffinityConfig | undefined {
   if (value === false) return undefined;
-  if (value === undefined) return new ResponseAffinity(DEFAULT_RESPONSE_AFFINITY);
+  if (value === undefined) return { maxEntries: DEFAULT_RESPONSE_AFFINITY.maxEntries, store: undefined };
   if (value === null || typeof value !== "object") {
     throw new TypeError(`Expected \`responseAffinity\` to be an object or false, got ${describe(value)}`);
   }
-  const { maxEntries } = value as ResponseAffinityOptions;
-  return new ResponseAffinity({
+  const { maxEntries, store } = value as ResponseAffinityOptions;
+  return {
     maxEntries: checkInteger("responseAffinity.maxEntries", maxEntries ?? DEFAULT_RESPONSE_AFFINITY.maxEntries, 1, 10_000_000),
-  });
+    store: store === undefined ? undefined : resolveResponseStore(store),
+  };
+}
+
+/** @internal The response affinity of a validated option, its store opened (`ERR_MISSING_PEER` without `ioredis`). */
+export async function createResponseAffinity(config: ResponseAffinityConfig, clock: Clock): Promise<ResponseAffinity> {
+  return new ResponseAffinity(config, config.store === undefined ? undefined : await openResponseStore(config.store, clock));
 }
 
 /** `…/responses`, `…/responses/{id}`, `…/responses/{id}/input_items`, `…/responses/{id}/cancel`. */

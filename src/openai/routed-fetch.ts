@@ -34,7 +34,7 @@ import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
 import { checkRedirect, sendWithRedirects } from "./redirects.js";
-import { type ResponseAffinity, type ResponsesCall, responseAffinityOf, responsesCall } from "./responses.js";
+import { type ResponseAffinity, type ResponsesCall, createResponseAffinity, responseAffinityOf, responsesCall } from "./responses.js";
 import { type OpenAITenantRequest, applyTenant } from "./tenant.js";
 import { type Base, type Relative, joinTarget, parseBase, relativeTo, validateOpenAITargets } from "./targets.js";
 import type { FetchLike, OpenAITarget, RedirectPolicy, RoutedFetch, RoutedFetchOptions, RoutedRequestInfo } from "./types.js";
@@ -89,7 +89,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
       ? undefined
       : checkFunction<(info: RoutedRequestInfo<T>) => void>("onRequestEnd", options.onRequestEnd);
   const identity = TenantIdentity.from<OpenAITenantRequest>(options);
-  const affinity = responseAffinityOf(options.responseAffinity);
+  const affinityConfig = responseAffinityOf(options.responseAffinity);
   const sending: Sending = {
     redirect: checkRedirect(options.redirect),
     targetHeader: options.targetHeader === undefined ? false : checkBoolean("targetHeader", options.targetHeader),
@@ -108,8 +108,19 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     ...routerOptions
   } = options;
   const core = await createRouter<T>(withTargetCheck(routerOptions, validateOpenAITargets));
-  const router = adapterRouter(core);
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, options.clock ?? performance, errorsAsResponses, sending, identity, affinity);
+  const clock = options.clock ?? performance;
+  let affinity: ResponseAffinity | undefined;
+  try {
+    affinity = affinityConfig === undefined ? undefined : await createResponseAffinity(affinityConfig, clock);
+  } catch (error) {
+    await core.close();
+    throw error;
+  }
+  const router =
+    affinity === undefined
+      ? adapterRouter(core)
+      : adapterRouter(core, { stats: (stats) => ({ ...stats, responseAffinity: affinity.stats() }), close: () => affinity.close() });
+  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, clock, errorsAsResponses, sending, identity, affinity);
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -170,7 +181,7 @@ class RoutedSender<T extends OpenAITarget> {
       out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path, out.raw);
       const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
       // Only the replica that served a stored response can continue it: one attempt, there.
-      const pinned = call?.refersTo === undefined ? undefined : this.affinity?.targetOf(call.refersTo);
+      const pinned = call?.refersTo === undefined ? undefined : await this.pinned(call.refersTo);
       return await withAttempts(
         this.router,
         out.route,
@@ -223,6 +234,15 @@ class RoutedSender<T extends OpenAITarget> {
       targetHeader: this.sending.targetHeader,
       responses: call?.creates === true ? { onId: this.rememberer(lease.target.id) } : undefined,
     });
+  }
+
+  /** The target that served stored response `id`: this process's map, else the shared store (bounded wait), else none. */
+  private async pinned(id: string): Promise<string | undefined> {
+    const affinity = this.affinity;
+    if (affinity === undefined) return undefined;
+    const local = affinity.targetOf(id);
+    if (local !== undefined || !affinity.shared) return local;
+    return affinity.fromStore(id, (targetId) => this.router.targets().some((t) => t.id === targetId));
   }
 
   /** Remembers which target served a created response, when response affinity is on. */

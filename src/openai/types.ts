@@ -118,8 +118,11 @@ export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> exten
    * (`previous_response_id`, `/responses/{id}`) goes to the target that served it, as vLLM keeps
    * stored responses in that replica's memory. Ids are remembered per routed fetch, at most
    * `maxEntries`; when the target has left the target set, such a request fails with
-   * `ERR_TARGET_GONE`; an id this fetch never saw is routed like any request. `false` turns it off.
-   * @default { maxEntries: 100000 } ({@link DEFAULT_RESPONSE_AFFINITY})
+   * `ERR_TARGET_GONE`; an id this fetch never saw is routed like any request — unless `store`
+   * shares the ids between processes (Redis; docs/openai.md), where it is looked up first
+   * (at most `store.timeoutMs`). `stats().responseAffinity` counts hits, misses and store
+   * errors. `false` turns it off.
+   * @default { maxEntries: 100000 } ({@link DEFAULT_RESPONSE_AFFINITY}), no store
    */
   responseAffinity?: ResponseAffinityOptions | false;
 }

@@ -10,7 +10,7 @@ import { describe } from "../internal/validate.js";
 import { SUMMED, deriveRates, emptyTotals } from "./stats.js";
 import type { PrefixIndexStats } from "../strategies/longest-prefix/blocks.js";
 import { type LatencySummary, addInto, summarize } from "./target-state.js";
-import type { RouterStats, TargetStats } from "../types.js";
+import type { ResponseAffinityStats, ResponseStoreStats, RouterStats, TargetStats } from "../types.js";
 
 /**
  * The stats of several routers (their `router.stats()`, typically collected as JSON from each
@@ -30,6 +30,7 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
   const ttft: (LatencySummary | null)[] = [];
   const duration: (LatencySummary | null)[] = [];
   const indexes: PrefixIndexStats[] = [];
+  const affinities: ResponseAffinityStats[] = [];
   parts.forEach((part, i) => {
     if (part === null || typeof part !== "object" || !Array.isArray(part.targets) || part.totals === undefined) {
       throw new TypeError(`Expected \`mergeStats\`'s item ${i} to be router stats ({ targets, totals }), got ${describe(part)}`);
@@ -43,12 +44,15 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
     ttft.push(part.totals.ttftMs);
     duration.push(part.totals.durationMs ?? null);
     if (part.prefixIndex !== undefined) indexes.push(part.prefixIndex);
+    if (part.responseAffinity !== undefined) affinities.push(part.responseAffinity);
   });
   deriveRates(totals);
   totals.ttftMs = mergeLatency(ttft);
   totals.durationMs = mergeLatency(duration);
   const targets = [...byId.values()].map((list) => mergeTarget(list, totals.routed));
-  return indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+  const merged: RouterStats = indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+  if (affinities.length > 0) merged.responseAffinity = mergeAffinity(affinities);
+  return merged;
 }
 
 /** One target's stats from several processes. */
@@ -104,4 +108,24 @@ function mergeIndexes(indexes: readonly PrefixIndexStats[]): PrefixIndexStats {
   }
   const capacityBlocks = Math.max(...indexes.map((i) => i.capacityBlocks));
   return { blocks, capacityBlocks, estimatedBytes, targets: [...targets.values()] };
+}
+
+const STORE_COUNTS = ["hits", "misses", "errors", "timeouts", "skipped", "writes", "writeErrors"] as const;
+
+/** Several processes' response affinity: counts add up; the store is healthy when every process finds it so. */
+function mergeAffinity(parts: readonly ResponseAffinityStats[]): ResponseAffinityStats {
+  const out: ResponseAffinityStats = { entries: 0, localHits: 0, localMisses: 0 };
+  const stores: ResponseStoreStats[] = [];
+  for (const p of parts) {
+    out.entries += p.entries ?? 0;
+    out.localHits += p.localHits ?? 0;
+    out.localMisses += p.localMisses ?? 0;
+    if (p.store !== undefined) stores.push(p.store);
+  }
+  if (stores.length > 0) {
+    const store: ResponseStoreStats = { source: "redis", healthy: stores.every((s) => s.healthy), hits: 0, misses: 0, errors: 0, timeouts: 0, skipped: 0, writes: 0, writeErrors: 0, lastError: stores.find((s) => s.lastError !== null)?.lastError ?? null };
+    for (const s of stores) for (const k of STORE_COUNTS) store[k] += s[k] ?? 0;
+    out.store = store;
+  }
+  return out;
 }

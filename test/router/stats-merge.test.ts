@@ -99,3 +99,22 @@ describe("mergeStats", () => {
     expect(mergeStats([])).toMatchObject({ targets: [], totals: { routed: 0, ttftMs: null, durationMs: null } });
   });
 });
+
+describe("mergeStats: response affinity (OpenAI adapter)", () => {
+  it("adds up the local and store counts; the store is healthy only when every process finds it so", () => {
+    const store = (healthy: boolean, n: number, lastError: string | null) => ({ source: "redis" as const, healthy, hits: n, misses: 2 * n, errors: 3 * n, timeouts: n, skipped: 5 * n, writes: 7 * n, writeErrors: 11 * n, lastError });
+    const part = (n: number, healthy: boolean, lastError: string | null): RouterStats => ({
+      targets: [],
+      totals: {} as RouterStats["totals"],
+      responseAffinity: { entries: n, localHits: 10 * n, localMisses: 20 * n, store: store(healthy, n, lastError) },
+    });
+    expect(mergeStats([part(1, true, null), part(2, false, "read timed out after 50 ms")]).responseAffinity).toEqual({
+      entries: 3,
+      localHits: 30,
+      localMisses: 60,
+      store: { ...store(false, 3, "read timed out after 50 ms") },
+    });
+    expect(mergeStats([part(1, true, null)]).responseAffinity?.store?.healthy).toBe(true);
+    expect(mergeStats([{ targets: [], totals: {} as RouterStats["totals"] }]).responseAffinity).toBeUndefined();
+  });
+});
