@@ -3,7 +3,8 @@
  * range and the value received.
  */
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
+import { DEFAULT_KEY_SCOPE, type KeyScope, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
+import { type PrefixAwareOptions, resolvePrefixAware } from "./strategies/prefix-aware.js";
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
@@ -70,6 +71,15 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    */
   prefixLength?: number;
   /**
+   * Text mode: what the key covers. `"auto"`: a leading system part (tools, instructions, system
+   * and developer messages) of 1,024 characters or more that ends within `prefixLength` and makes
+   * at least half of the prompt is the key, so requests sharing a short system prompt share a key
+   * (docs/prefix-aware.md, "Key scope"); otherwise the first `prefixLength` characters.
+   * `"prefix"`: always the first `prefixLength` characters, as SageMaker does. Ignored in bytes mode.
+   * @default "auto"
+   */
+  keyScope?: KeyScope;
+  /**
    * In-flight requests at which a target counts as full and a request goes to the key's next
    * choice. From 1 to 1,024. 32 is SGLang's gateway balance threshold; lower spreads a hot
    * prefix sooner, higher keeps affinity longer.
@@ -104,6 +114,11 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
    */
   longestPrefix?: LongestPrefixOptions;
+  /**
+   * Settings of the `prefix-aware` strategy (ignored by the others, but validated).
+   * @default { spreadRunningKeys: false }
+   */
+  prefixAware?: PrefixAwareOptions;
   /**
    * Where the router reports ejections, spill storms, stale cache predictions and settings that
    * do nothing: `console`, a pino logger, anything with `debug`/`info`/`warn`/`error`.
@@ -163,6 +178,8 @@ export interface Config<T extends TargetSpec> {
   strategy: StrategySpec<T>;
   mode: RoutingMode;
   prefixLength: number;
+  keyScope: KeyScope;
+  prefixAware: Readonly<Required<PrefixAwareOptions>>;
   concurrencyThreshold: number;
   seed: bigint;
   random: () => number;
@@ -246,6 +263,8 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     clock,
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
+    keyScope: checkOneOf("keyScope", orDefault(o.keyScope, DEFAULT_KEY_SCOPE), ["auto", "prefix"] as const),
+    prefixAware: resolvePrefixAware(o.prefixAware),
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
     logger: checkLogger(o.logger),
     closedLoop: resolveClosedLoop(o.closedLoop),

@@ -12,14 +12,22 @@
  *
  * Prediction (closed-loop.ts): a pick predicts the key's whole prefix cached when this router sent
  * the key to that target recently — among the last {@link RECENT_KEYS_PER_TARGET} keys it sent
- * there (recorded at commit) — and nothing cached otherwise. The prediction never changes a pick;
- * after repeated misses the target's recent keys are forgotten, so the predictions (and the
- * predicted-vs-actual metrics) start over with the target's empty cache.
+ * there (recorded at commit) — and nothing cached otherwise, in tokens at the target's learned
+ * characters per token ({@link TokenRatio}). The prediction never changes a pick; after repeated
+ * misses the target's recent keys are forgotten, so the predictions (and the predicted-vs-actual
+ * metrics) start over with the target's empty cache.
+ *
+ * `spreadRunningKeys` (off by default): a request whose first choice is already running a request
+ * of the same key (from this router) goes to the first of the key's next choices that is open and
+ * not running it — for engines whose cache is private to a running request (llama.cpp's slots),
+ * where a second request for a running prefix starts cold anyway. Engines with a shared paged cache
+ * (vLLM, SGLang) serve it warm on the first choice: leave it off for them.
  */
 import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 import { alignById } from "./helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../router/closed-loop.js";
+import { type ClosedLoopEnv, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../router/closed-loop.js";
+import { describe } from "../internal/validate.js";
 import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest } from "./strategy.js";
@@ -35,18 +43,51 @@ export const RECENT_KEYS_PER_TARGET = 4096;
 export interface PrefixKey {
   readonly key: bigint;
   readonly length: number;
+  /** Length of the whole prompt's routing input (characters or bytes), when the router read it whole. */
+  readonly units?: number | undefined;
+}
+
+/** Settings of the `prefix-aware` strategy (`RouterOptions.prefixAware`). */
+export interface PrefixAwareOptions {
+  /**
+   * Send a request whose first choice is already running a request of its key to the key's next
+   * choice that is open and not running it. For engines whose prefix cache is private to each
+   * running request (llama.cpp's slots); with shared paged caches (vLLM, SGLang) it only spreads
+   * a prefix's traffic over more caches.
+   * @default false
+   */
+  spreadRunningKeys?: boolean;
+}
+
+/** Defaults of {@link PrefixAwareOptions}. */
+export const DEFAULT_PREFIX_AWARE: Readonly<Required<PrefixAwareOptions>> = Object.freeze({ spreadRunningKeys: false });
+
+/** @internal Validates `RouterOptions.prefixAware`. */
+export function resolvePrefixAware(options: unknown): Readonly<Required<PrefixAwareOptions>> {
+  if (options === undefined) return DEFAULT_PREFIX_AWARE;
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new TypeError(`Expected \`prefixAware\` to be an object, got ${describe(options)}`);
+  }
+  const spread = (options as PrefixAwareOptions).spreadRunningKeys ?? DEFAULT_PREFIX_AWARE.spreadRunningKeys;
+  if (typeof spread !== "boolean") throw new TypeError(`Expected \`prefixAware.spreadRunningKeys\` to be a boolean, got ${describe(spread)}`);
+  return Object.freeze({ spreadRunningKeys: spread });
 }
 
 /** What `prefix-aware` needs from its router. */
 export interface PrefixAwareEnv extends ClosedLoopEnv {
   /** The request's key and prefix length, or `undefined` without routing input. */
   routingPrefix(request: StrategyRequest): PrefixKey | undefined;
+  /** The strategy's settings. @default DEFAULT_PREFIX_AWARE */
+  readonly prefixAware?: Readonly<Required<PrefixAwareOptions>>;
 }
 
-/** A target's recent keys and its run of prediction misses. */
+/** A target's recent keys, its run of prediction misses, its characters per token and the keys it runs. */
 class Recent implements MissRun {
   misses = 0;
   readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
+  readonly ratio = new TokenRatio();
+  /** Requests in flight from this router on the target, by key (only with `spreadRunningKeys`). */
+  readonly running = new Map<bigint, number>();
   constructor(readonly id: string) {}
 }
 
@@ -63,8 +104,11 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   private scores = new Float64Array(16);
   private recent: Recent[] = [];
   private readonly byId = new Map<string, Recent>();
+  private readonly spread: boolean;
 
-  constructor(private readonly env: PrefixAwareEnv) {}
+  constructor(private readonly env: PrefixAwareEnv) {
+    this.spread = env.prefixAware?.spreadRunningKeys === true;
+  }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
     this.recent = alignById(this.byId, targets, (id) => new Recent(id));
@@ -78,20 +122,31 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     if (input === undefined) return leastOutstandingPick(ctx);
     const pick = this.choose(ctx, input.key);
     const recent = this.recent[pick.index];
-    const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? tokensOf(input.length) : 0;
+    const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? recent.ratio.tokens(input.length) : 0;
     return { ...pick, key: input.key, predictedCachedTokens };
   }
 
-  /** Remembers the key as sent to the target; the lease's release tests the prediction. */
+  /**
+   * Remembers the key as sent to the target (and, with `spreadRunningKeys`, as running there); the
+   * lease's release teaches the target's characters per token and tests the prediction.
+   */
   commit(_ctx: Ctx, pick: StrategyPick, input: PrefixKey | undefined): Commitment | undefined {
     const recent = this.recent[pick.index];
     if (input === undefined || recent === undefined) return undefined;
     recent.keys.set(input.key, true);
+    const key = input.key;
+    if (this.spread) recent.running.set(key, (recent.running.get(key) ?? 0) + 1);
     const { closedLoop } = this.env;
-    if (closedLoop === undefined) return undefined;
     const predicted = pick.predictedCachedTokens;
     return {
       release: (outcome: LeaseOutcome, _sawFirstByte: boolean, info?: ReleaseInfo) => {
+        if (this.spread) {
+          const n = (recent.running.get(key) ?? 1) - 1;
+          if (n > 0) recent.running.set(key, n);
+          else recent.running.delete(key);
+        }
+        if (outcome === "success") recent.ratio.learn(input.units, info?.promptTokens);
+        if (closedLoop === undefined) return;
         if (!countVerdict(recent, judgePrediction(predicted, outcome, info, closedLoop.ratio), closedLoop)) return;
         const entries = recent.keys.size;
         recent.keys.clear();
@@ -115,7 +170,15 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     let best = 0;
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
-    if (ctx.isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
+    if (ctx.isOpen(first)) {
+      if (!this.spread || this.recent[first]?.running.has(key) !== true) return { index: first, kind: "preferred", rank: 0 };
+      const order = sortByScore(candidates, scores);
+      for (let r = 1; r < order.length; r++) {
+        const i = order[r] as number;
+        if (ctx.isOpen(i) && this.recent[i]?.running.has(key) !== true) return { index: i, kind: "spillover", rank: r };
+      }
+      return { index: first, kind: "preferred", rank: 0 };
+    }
     const order = sortByScore(candidates, scores);
     if (ctx.sharedLoad === true) {
       const r = twoChoiceSpill(ctx, order, 1);

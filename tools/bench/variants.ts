@@ -13,14 +13,18 @@ export const STRATEGY_VARIANTS = {
 /**
  * Variants run only when named (`--strategies longest-prefix:open-loop`), for the comparisons they
  * exist for: `longest-prefix:open-loop` is `longest-prefix` with `closedLoop: false` (it keeps
- * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md).
+ * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md);
+ * `prefix-aware:spread` sets `prefixAware.spreadRunningKeys` (for slot engines) and
+ * `prefix-aware:prefix-scope` sets `keyScope: "prefix"` (the key before key scopes).
  */
 export const NAMED_ONLY_VARIANTS = {
   "longest-prefix:open-loop": { strategy: "longest-prefix", closedLoop: false },
+  "prefix-aware:spread": { strategy: "prefix-aware", prefixAware: { spreadRunningKeys: true } },
+  "prefix-aware:prefix-scope": { strategy: "prefix-aware", keyScope: "prefix" },
 } as const satisfies Record<string, VariantOptions>;
 
 /** What a variant sets. */
-type VariantOptions = Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> & { strategy: Strategy };
+type VariantOptions = Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop" | "prefixAware" | "keyScope"> & { strategy: Strategy };
 
 /** A variant's name. */
 export type StrategyVariant = keyof typeof STRATEGY_VARIANTS | keyof typeof NAMED_ONLY_VARIANTS;
@@ -34,7 +38,7 @@ export function isVariant(name: string): name is StrategyVariant {
 }
 
 /** The router options a strategy or variant name stands for. */
-export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop"> {
+export function strategyOptions(name: Strategy | StrategyVariant): Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop" | "prefixAware" | "keyScope"> {
   const variants: Record<string, VariantOptions> = { ...STRATEGY_VARIANTS, ...NAMED_ONLY_VARIANTS };
   return variants[name] ?? { strategy: name as Strategy };
 }
