@@ -116,7 +116,7 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
   longestPrefix?: LongestPrefixOptions;
   /**
    * Settings of the `prefix-aware` strategy (ignored by the others, but validated).
-   * @default { spreadRunningKeys: false }
+   * @default { spreadRunningKeys: "auto" }
    */
   prefixAware?: PrefixAwareOptions;
   /**

@@ -10,10 +10,11 @@
  *   completions (the order a chat template renders them); `instructions`, `input`, `tools` for
  *   the Responses API. See {@link promptText}.
  *
- * Key scope (text mode): with `keyScope: "auto"` (the default), a prompt whose leading system part
- * — tools, instructions, the system and developer messages before the first other message — is
- * at least {@link MIN_SCOPED_LENGTH} long, ends before the first `prefixLength` code points, and
- * makes at least half of the whole prompt, has that leading part as its routing input: requests
+ * Key scope (text mode): with `keyScope: "auto"` (the default), a single-turn prompt (one message
+ * after the leading system part) whose leading system part — tools, instructions, the system and
+ * developer messages before the first other message — is at least {@link MIN_SCOPED_LENGTH} long,
+ * ends before the first `prefixLength` code points, and makes at least half of the whole prompt,
+ * has that leading part as its routing input: requests
  * that share a system prompt shorter than `prefixLength` share a key, instead of each getting its
  * own from the question that follows. `"prefix"` always keeps the first `prefixLength` code points.
  *
@@ -284,11 +285,12 @@ function renderPrompt(body: unknown, out: Collector): void {
   if (Array.isArray(obj.messages)) {
     let leading = true;
     let system = false;
+    const single = oneAfterLead(obj.messages);
     for (const message of obj.messages) {
       if (out.full) break;
       if (leading && !isSystem(message)) {
         leading = false;
-        if (system) out.markLead();
+        if (system && single) out.markLead();
       }
       system ||= leading;
       pushMessage(out, message);
@@ -385,6 +387,17 @@ function pushPart(out: Collector, part: unknown): void {
   out.json(M.other, part);
 }
 
+/**
+ * Exactly one message follows the leading system messages: a single-turn request (a question
+ * after a system prompt). A conversation's later turns keep their own prefix as key, so a
+ * conversation moves at most once, after its first turn, when it has little history to lose.
+ */
+function oneAfterLead(messages: readonly unknown[]): boolean {
+  let i = 0;
+  while (i < messages.length && isSystem(messages[i])) i++;
+  return messages.length - i === 1;
+}
+
 /** A system or developer message: what a leading system part is made of. */
 function isSystem(message: unknown): boolean {
   if (message === null || typeof message !== "object") return false;
@@ -396,11 +409,12 @@ function isSystem(message: unknown): boolean {
 function pushItems(out: Collector, items: readonly unknown[], instructions: boolean): void {
   let system = instructions;
   let leading = true;
+  const single = oneAfterLead(items);
   for (const item of items) {
     if (out.full) return;
     if (leading && !isSystem(item)) {
       leading = false;
-      if (system) out.markLead();
+      if (system && single) out.markLead();
     }
     system ||= leading;
     pushPromptItem(out, M.input, item);

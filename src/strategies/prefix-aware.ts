@@ -17,16 +17,18 @@
  * misses the target's recent keys are forgotten, so the predictions (and the predicted-vs-actual
  * metrics) start over with the target's empty cache.
  *
- * `spreadRunningKeys` (off by default): a request whose first choice is already running a request
- * of the same key (from this router) goes to the first of the key's next choices that is open and
- * not running it — for engines whose cache is private to a running request (llama.cpp's slots),
- * where a second request for a running prefix starts cold anyway. Engines with a shared paged cache
- * (vLLM, SGLang) serve it warm on the first choice: leave it off for them.
+ * Running keys (`spreadRunningKeys`): a request whose first choice is already running a request of
+ * the same key (from this router) goes to the first of the key's next choices that is open and not
+ * running it — for engines whose cache is private to a running request (llama.cpp's slots), where
+ * a second request for a running prefix starts cold anyway. Engines with a shared paged cache
+ * (vLLM, SGLang) serve it warm on the first choice. `"auto"` (the default) spreads only on a target
+ * whose responses to such second requests were mostly misses (decayed counts, at least
+ * {@link PRIVATE_CACHE_EVIDENCE}); `true` always, `false` never.
  */
 import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 import { alignById } from "./helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../router/closed-loop.js";
+import { type ClosedLoopEnv, DEFAULT_CLOSED_LOOP, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../router/closed-loop.js";
 import { describe } from "../internal/validate.js";
 import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
 import { leastOutstandingPick } from "./least-outstanding.js";
@@ -53,14 +55,20 @@ export interface PrefixAwareOptions {
    * Send a request whose first choice is already running a request of its key to the key's next
    * choice that is open and not running it. For engines whose prefix cache is private to each
    * running request (llama.cpp's slots); with shared paged caches (vLLM, SGLang) it only spreads
-   * a prefix's traffic over more caches.
-   * @default false
+   * a prefix's traffic over more caches. `"auto"`: only to a target whose responses showed it —
+   * requests sent while their key ran there were served mostly cold although predicted warm.
+   * @default "auto"
    */
-  spreadRunningKeys?: boolean;
+  spreadRunningKeys?: boolean | "auto";
 }
 
 /** Defaults of {@link PrefixAwareOptions}. */
-export const DEFAULT_PREFIX_AWARE: Readonly<Required<PrefixAwareOptions>> = Object.freeze({ spreadRunningKeys: false });
+export const DEFAULT_PREFIX_AWARE: Readonly<Required<PrefixAwareOptions>> = Object.freeze({ spreadRunningKeys: "auto" });
+
+/** Judged responses (decayed: two in a row make 1.9) of requests sent while their key ran on the target, before `"auto"` decides. */
+const PRIVATE_CACHE_EVIDENCE = 1.5;
+/** Weight kept by older evidence at each new verdict. */
+const PRIVATE_CACHE_DECAY = 0.9;
 
 /** @internal Validates `RouterOptions.prefixAware`. */
 export function resolvePrefixAware(options: unknown): Readonly<Required<PrefixAwareOptions>> {
@@ -69,7 +77,9 @@ export function resolvePrefixAware(options: unknown): Readonly<Required<PrefixAw
     throw new TypeError(`Expected \`prefixAware\` to be an object, got ${describe(options)}`);
   }
   const spread = (options as PrefixAwareOptions).spreadRunningKeys ?? DEFAULT_PREFIX_AWARE.spreadRunningKeys;
-  if (typeof spread !== "boolean") throw new TypeError(`Expected \`prefixAware.spreadRunningKeys\` to be a boolean, got ${describe(spread)}`);
+  if (typeof spread !== "boolean" && spread !== "auto") {
+    throw new TypeError(`Expected \`prefixAware.spreadRunningKeys\` to be a boolean or "auto", got ${describe(spread)}`);
+  }
   return Object.freeze({ spreadRunningKeys: spread });
 }
 
@@ -86,9 +96,17 @@ class Recent implements MissRun {
   misses = 0;
   readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
   readonly ratio = new TokenRatio();
-  /** Requests in flight from this router on the target, by key (only with `spreadRunningKeys`). */
+  /** Requests in flight from this router on the target, by key. */
   readonly running = new Map<bigint, number>();
+  /** Decayed verdicts on requests sent while their key ran here: warm (a shared cache) or cold (private ones). */
+  concurrentHits = 0;
+  concurrentMisses = 0;
   constructor(readonly id: string) {}
+
+  /** Its responses say a running request's prefix is not shared with a second one (llama.cpp's slots). */
+  get privateCache(): boolean {
+    return this.concurrentHits + this.concurrentMisses >= PRIVATE_CACHE_EVIDENCE && this.concurrentMisses > this.concurrentHits;
+  }
 }
 
 /** Candidates sorted by descending score; equal scores (probability ~2^-53) by position. */
@@ -104,10 +122,18 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   private scores = new Float64Array(16);
   private recent: Recent[] = [];
   private readonly byId = new Map<string, Recent>();
-  private readonly spread: boolean;
+  private readonly spread: boolean | "auto";
 
   constructor(private readonly env: PrefixAwareEnv) {
-    this.spread = env.prefixAware?.spreadRunningKeys === true;
+    this.spread = env.prefixAware?.spreadRunningKeys ?? DEFAULT_PREFIX_AWARE.spreadRunningKeys;
+  }
+
+  /** Whether a second request for a key running on target i should go elsewhere. */
+  private spreads(i: number, key: bigint): boolean {
+    if (this.spread === false) return false;
+    const recent = this.recent[i];
+    if (recent === undefined || !recent.running.has(key)) return false;
+    return this.spread === true || recent.privateCache;
   }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
@@ -135,19 +161,23 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     if (input === undefined || recent === undefined) return undefined;
     recent.keys.set(input.key, true);
     const key = input.key;
-    if (this.spread) recent.running.set(key, (recent.running.get(key) ?? 0) + 1);
+    const concurrent = recent.running.has(key);
+    recent.running.set(key, (recent.running.get(key) ?? 0) + 1);
     const { closedLoop } = this.env;
     const predicted = pick.predictedCachedTokens;
     return {
       release: (outcome: LeaseOutcome, _sawFirstByte: boolean, info?: ReleaseInfo) => {
-        if (this.spread) {
-          const n = (recent.running.get(key) ?? 1) - 1;
-          if (n > 0) recent.running.set(key, n);
-          else recent.running.delete(key);
-        }
+        const n = (recent.running.get(key) ?? 1) - 1;
+        if (n > 0) recent.running.set(key, n);
+        else recent.running.delete(key);
         if (outcome === "success") recent.ratio.learn(input.units, info?.promptTokens);
+        const verdict = judgePrediction(predicted, outcome, info, (closedLoop ?? DEFAULT_CLOSED_LOOP).ratio);
+        if (concurrent && verdict !== undefined) {
+          recent.concurrentHits = PRIVATE_CACHE_DECAY * recent.concurrentHits + (verdict === "hit" ? 1 : 0);
+          recent.concurrentMisses = PRIVATE_CACHE_DECAY * recent.concurrentMisses + (verdict === "miss" ? 1 : 0);
+        }
         if (closedLoop === undefined) return;
-        if (!countVerdict(recent, judgePrediction(predicted, outcome, info, closedLoop.ratio), closedLoop)) return;
+        if (!countVerdict(recent, verdict, closedLoop)) return;
         const entries = recent.keys.size;
         recent.keys.clear();
         // This request was just prefilled there: the one key known to be cached.
@@ -171,7 +201,7 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
     if (ctx.isOpen(first)) {
-      if (!this.spread || this.recent[first]?.running.has(key) !== true) return { index: first, kind: "preferred", rank: 0 };
+      if (!this.spreads(first, key)) return { index: first, kind: "preferred", rank: 0 };
       const order = sortByScore(candidates, scores);
       for (let r = 1; r < order.length; r++) {
         const i = order[r] as number;

@@ -14,12 +14,14 @@ export const STRATEGY_VARIANTS = {
  * Variants run only when named (`--strategies longest-prefix:open-loop`), for the comparisons they
  * exist for: `longest-prefix:open-loop` is `longest-prefix` with `closedLoop: false` (it keeps
  * sending a restarted replica's prefixes there as if warm; docs/bench-restart.md);
- * `prefix-aware:spread` sets `prefixAware.spreadRunningKeys` (for slot engines) and
+ * `prefix-aware:spread` and `prefix-aware:no-spread` set `prefixAware.spreadRunningKeys` to true
+ * and false (the default is "auto") and
  * `prefix-aware:prefix-scope` sets `keyScope: "prefix"` (the key before key scopes).
  */
 export const NAMED_ONLY_VARIANTS = {
   "longest-prefix:open-loop": { strategy: "longest-prefix", closedLoop: false },
   "prefix-aware:spread": { strategy: "prefix-aware", prefixAware: { spreadRunningKeys: true } },
+  "prefix-aware:no-spread": { strategy: "prefix-aware", prefixAware: { spreadRunningKeys: false } },
   "prefix-aware:prefix-scope": { strategy: "prefix-aware", keyScope: "prefix" },
 } as const satisfies Record<string, VariantOptions>;
 
