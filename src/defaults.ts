@@ -10,11 +10,11 @@ import { CANONICAL_MAX_DEPTH } from "./errors.js";
 import { DEFAULT_ENGINE_METRICS, DEFAULT_LOAD_VIEW } from "./load-view/options.js";
 import { CONCURRENCY_THRESHOLD_RANGE, DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_EJECTION, DEFAULT_MODE, DEFAULT_PREFIX_LENGTH } from "./options.js";
 import { DEFAULT_CLOSED_LOOP } from "./router/closed-loop.js";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH } from "./routing/routing-input.js";
+import { DEFAULT_KEY_SCOPE, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH } from "./routing/routing-input.js";
 import { DEFAULT_BOUNDED_LOAD } from "./strategies/bounded-load.js";
 import { DEFAULT_STRATEGY } from "./strategies/index.js";
 import { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
-import { DEFAULT_PREFIX_AWARE } from "./strategies/helpers/prefill-saturation.js";
+import { DEFAULT_PREFIX_AWARE } from "./strategies/helpers/prefix-aware-options.js";
 
 /**
  * The router's defaults, by option name (`loadView` holds the shared views' settings,
@@ -27,6 +27,7 @@ export const DEFAULTS = Object.freeze({
   strategy: DEFAULT_STRATEGY,
   mode: DEFAULT_MODE,
   prefixLength: DEFAULT_PREFIX_LENGTH,
+  keyScope: DEFAULT_KEY_SCOPE,
   concurrencyThreshold: DEFAULT_CONCURRENCY_THRESHOLD,
   ejection: DEFAULT_EJECTION,
   closedLoop: DEFAULT_CLOSED_LOOP,

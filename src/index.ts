@@ -35,7 +35,7 @@ export type { ClosedLoopOptions } from "./router/closed-loop.js";
 // Routing input: what the key is computed from, for tests that prove two services agree.
 export { canonicalize, canonicalizeJson, parseJson } from "./routing/canonical-json.js";
 export { routingInput } from "./routing/routing-input.js";
-export type { RoutingInputOptions, RoutingMode } from "./routing/routing-input.js";
+export type { KeyScope, RoutingInputOptions, RoutingMode } from "./routing/routing-input.js";
 export { validateTenant } from "./routing/routing-key.js";
 
 // Strategies: the built-ins by name, the bounded-load decorator, and the interface of your own.
@@ -43,6 +43,7 @@ export { STRATEGIES } from "./strategies/index.js";
 export { boundedLoad } from "./strategies/bounded-load.js";
 export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
 export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
+export type { PrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
 export type {
   Commitment,
   PickContext,

@@ -3,7 +3,7 @@
  * range and the value received.
  */
 import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
-import { MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
+import { DEFAULT_KEY_SCOPE, type KeyScope, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
@@ -15,7 +15,7 @@ import {
   resolveLongestPrefixOptions,
 } from "./strategies/longest-prefix/options.js";
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
-import { type PrefixAwareConfig, type PrefixAwareOptions, resolvePrefixAwareOptions } from "./strategies/helpers/prefill-saturation.js";
+import { type PrefixAwareConfig, type PrefixAwareOptions, resolvePrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
 import { type BackgroundConfig, resolveBackground } from "./background/background.js";
@@ -71,6 +71,15 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    */
   prefixLength?: number;
   /**
+   * Text mode: what the key covers. `"auto"`: a leading system part (tools, instructions, system
+   * and developer messages) of 1,024 characters or more that ends within `prefixLength` and makes
+   * at least half of the prompt is the key, so requests sharing a short system prompt share a key
+   * (docs/prefix-aware.md, "Key scope"); otherwise the first `prefixLength` characters.
+   * `"prefix"`: always the first `prefixLength` characters, as SageMaker does. Ignored in bytes mode.
+   * @default "auto"
+   */
+  keyScope?: KeyScope;
+  /**
    * In-flight requests at which a target counts as full and a request goes to the key's next
    * choice. From 1 to 1,024. 32 is SGLang's gateway balance threshold; lower spreads a hot
    * prefix sooner, higher keeps affinity longer.
@@ -108,8 +117,9 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
   /**
    * Settings of the `prefix-aware` strategy (ignored by the others, but validated): when a key's
    * replica counts as saturated — `concurrencyThreshold` requests in flight, or also uncached
-   * prefill tokens in flight past its calibrated bound (docs/prefix-aware.md, "Saturation in tokens").
-   * @default { saturation: "requests", ttftPenaltyMs: 250 }
+   * prefill tokens in flight past its calibrated bound (docs/prefix-aware.md, "Saturation in tokens")
+   * — and whether a key already running on its replica spreads ("Running keys").
+   * @default { saturation: "requests", ttftPenaltyMs: 250, spreadRunningKeys: "auto" }
    */
   prefixAware?: PrefixAwareOptions;
   /**
@@ -171,6 +181,7 @@ export interface Config<T extends TargetSpec> {
   strategy: StrategySpec<T>;
   mode: RoutingMode;
   prefixLength: number;
+  keyScope: KeyScope;
   concurrencyThreshold: number;
   seed: bigint;
   random: () => number;
@@ -255,6 +266,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     clock,
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
+    keyScope: checkOneOf("keyScope", orDefault(o.keyScope, DEFAULT_KEY_SCOPE), ["auto", "prefix"] as const),
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
     prefixAware: resolvePrefixAwareOptions(o.prefixAware),
     logger: checkLogger(o.logger),

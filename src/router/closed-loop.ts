@@ -13,15 +13,25 @@
  *   - `misses` misses in a row (no hit in between) and the strategy forgets the target's entries.
  *
  * Predictions are estimates in tokens: characters (or bytes) the strategy believes are cached
- * divided by {@link CHARS_PER_TOKEN}. The 0.5 ratio absorbs tokenizers that differ from 4
- * characters a token by up to 2×; a tokenizer with fewer characters per token only makes
- * predictions smaller, never a false miss.
+ * divided by the target's characters per token, learned from its responses ({@link TokenRatio}:
+ * the whole prompt's routing input against the `promptTokens` the server reported), starting at
+ * {@link CHARS_PER_TOKEN}. Tokenizers differ by 4× and more (about 4 characters a token for
+ * English with large vocabularies, 1 for byte-level ones): a fixed ratio judges real hits as misses.
  */
 import { checkInteger, checkNumber, describe } from "../internal/validate.js";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 
-/** Characters (text mode) or bytes (bytes mode) per token in predictions: Llama 3's English ratio, llm-d's assumption. */
+/** Characters (text mode) or bytes (bytes mode) per token before a target has answered: Llama 3's English ratio, llm-d's assumption. */
 export const CHARS_PER_TOKEN = 4;
+
+/** Bounds of a learned characters-per-token ratio: byte-level tokenizers and below, to 4× English's. */
+export const TOKEN_RATIO_RANGE = Object.freeze({ min: 0.5, max: 16 });
+
+/** Prompts shorter than this (characters or bytes) teach nothing: the chat template's own tokens dominate them. */
+export const MIN_RATIO_SAMPLE_UNITS = 256;
+
+/** Responses a ratio averages over: the first ones weigh 1/(n+1) (the prior counts once), later ones 1/this. */
+export const TOKEN_RATIO_WINDOW = 32;
 
 /** A prediction below this many tokens is too small to test: a miss there costs little and says little. */
 export const MIN_PREDICTED_TOKENS = 256;
@@ -107,7 +117,43 @@ export function countVerdict(run: MissRun, verdict: PredictionVerdict, config: C
   return true;
 }
 
-/** Predicted cached tokens for `units` characters (or bytes) believed cached. */
-export function tokensOf(units: number): number {
-  return Math.floor(units / CHARS_PER_TOKEN);
+/**
+ * A target's characters (or bytes) per token, learned online: each successful response whose
+ * prompt was at least {@link MIN_RATIO_SAMPLE_UNITS} long gives a sample `units / promptTokens`
+ * (the routing input of the whole prompt against the tokens the server counted, its chat template
+ * included), clamped to {@link TOKEN_RATIO_RANGE}; the ratio is a geometric moving average of the
+ * samples, starting at {@link CHARS_PER_TOKEN} with the weight of one sample, then averaging the
+ * last ~{@link TOKEN_RATIO_WINDOW}. A usage field that is missing, not a positive finite number,
+ * or a prompt the router did not read whole, teaches nothing. One hostile answer moves the ratio
+ * by at most √8 ≈ 2.8× if it is the first, and by at most 32^(1/32) ≈ 1.11× once the window is full.
+ */
+export class TokenRatio {
+  /** ln of the ratio. */
+  private log = Math.log(CHARS_PER_TOKEN);
+  /** Samples learned (capped at the window). */
+  private samples = 0;
+
+  /** Characters (or bytes) per token now. */
+  get value(): number {
+    return Math.exp(this.log);
+  }
+
+  /** Predicted tokens for `units` characters (or bytes). */
+  tokens(units: number): number {
+    return Math.floor(units / this.value);
+  }
+
+  /**
+   * Learns from one response: `units` of routing input were sent (the whole prompt, or
+   * `undefined` when the router did not read it whole), the server counted `promptTokens`.
+   * @returns true when the sample was used
+   */
+  learn(units: number | undefined, promptTokens: unknown): boolean {
+    if (typeof units !== "number" || !(units >= MIN_RATIO_SAMPLE_UNITS) || !Number.isFinite(units)) return false;
+    if (typeof promptTokens !== "number" || !(promptTokens >= 1) || !Number.isFinite(promptTokens)) return false;
+    const sample = Math.min(TOKEN_RATIO_RANGE.max, Math.max(TOKEN_RATIO_RANGE.min, units / promptTokens));
+    if (this.samples < TOKEN_RATIO_WINDOW) this.samples++;
+    this.log += (Math.log(sample) - this.log) / (this.samples + (this.samples < TOKEN_RATIO_WINDOW ? 1 : 0));
+    return true;
+  }
 }

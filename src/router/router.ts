@@ -20,7 +20,7 @@ import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-pr
 import { RouterEvents } from "./router-events.js";
 import type { SpillCauses } from "./spill-storm.js";
 import { KeyHasher, loadHasher, validateTenant } from "../routing/routing-key.js";
-import { type RoutingMode, bytesPrefix, textPrefix } from "../routing/routing-input.js";
+import { type RoutingMode, bodyBytes, bytesPrefix, textRouting } from "../routing/routing-input.js";
 import { DecisionView, Snapshot } from "./snapshot.js";
 import { KIND_COUNTER, buildStats } from "./stats.js";
 import { DEFAULT_CLOSED_LOOP, type PredictionVerdict, judgePrediction } from "./closed-loop.js";
@@ -62,7 +62,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     setFailing: (id, failing) => router?.setFailing(id, failing),
   });
   const hasher = new KeyHasher(api, config.seed);
-  const { mode, prefixLength } = config;
+  const { mode, prefixLength, keyScope } = config;
   // The strategy reports forgotten targets to the router, which exists once the strategy does.
   let router: PrefixRouter<T> | undefined;
   // The routing key's bytes-mode input is written into one buffer per router, reused per request.
@@ -76,11 +76,16 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     random: config.random,
     xxhash: api,
     longestPrefix: config.longestPrefix,
-    prefixAware: config.prefixAware,
     closedLoop: config.closedLoop,
+    prefixAware: config.prefixAware,
     routingPrefix(request: StrategyRequest): PrefixKey | undefined {
-      const prefix = mode === "text" ? textPrefix(request.body, prefixLength) : bytesPrefix(request.body, prefixLength, writer);
-      return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length };
+      if (mode === "text") {
+        const { prefix, units } = textRouting(request.body, prefixLength, keyScope);
+        return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length, units };
+      }
+      const prefix = bytesPrefix(request.body, prefixLength, writer);
+      const units = prefix.length < prefixLength ? prefix.length : bodyBytes(request.body);
+      return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length, units };
     },
     routingKey: (request: StrategyRequest) => env.routingPrefix(request)?.key,
     forgot: (id: string, entries: number) => router?.forgot(id, entries),

@@ -15,10 +15,16 @@ function escape(s: string): string {
  * becomes of a kept piece is the subclass's: the string collector keeps it, the UTF-16 one writes it.
  */
 export abstract class Collector {
-  private length = 0;
+  protected length = 0;
+  /** Where the leading system part (tools, instructions, system and developer messages) ended, in units; set by {@link markLead}. */
+  leadEnd: number | undefined;
   constructor(private readonly budget: number) {}
   get full(): boolean {
     return this.length >= this.budget;
+  }
+  /** Marks the end of the leading system part here (only while under the budget: past it, the position is unknown). */
+  markLead(): void {
+    if (this.length < this.budget) this.leadEnd = this.length;
   }
   protected abstract take(piece: string): void;
   push(...pieces: string[]): void {
@@ -60,6 +66,36 @@ export abstract class Collector {
   /** Takes the first `units` units of escaped `raw` (longer than that). */
   protected takeCut(raw: string, units: number): void {
     this.take(escape(raw.slice(0, units)).slice(0, units));
+  }
+}
+
+/**
+ * Counts the units of the whole prompt text without keeping it: string pieces by their length (a
+ * 1 MB message costs one scan for U+0000), JSON pieces (tools, other parts) by their canonical
+ * JSON, cut at `jsonCap` units — past it, or for JSON that cannot be canonicalized, the count is
+ * not exact (`exact` false).
+ */
+export class LengthCollector extends Collector {
+  exact = true;
+  constructor(private readonly jsonCap: number) {
+    super(Number.POSITIVE_INFINITY);
+  }
+  get units(): number {
+    return this.length;
+  }
+  protected take(): void {}
+  override field(marker: string, raw: string): void {
+    this.length += marker.length + (raw.includes("\u0000") ? raw.replaceAll("\u0000", "\u0000\u0000").length : raw.length);
+  }
+  override json(marker: string, value: unknown): void {
+    let units = this.jsonCap;
+    try {
+      units = canonicalPrefix(value, this.jsonCap).length;
+    } catch {
+      // Too deep past the routing prefix: the prefix itself never reads it.
+    }
+    if (units >= this.jsonCap) this.exact = false;
+    this.length += marker.length + units;
   }
 }
 

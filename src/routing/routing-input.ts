@@ -10,6 +10,14 @@
  *   completions (the order a chat template renders them); `instructions`, `input`, `tools` for
  *   the Responses API. See {@link promptText}.
  *
+ * Key scope (text mode): with `keyScope: "auto"` (the default), a single-turn prompt (one message
+ * after the leading system part) whose leading system part — tools, instructions, the system and
+ * developer messages before the first other message — is at least {@link MIN_SCOPED_LENGTH} long,
+ * ends before the first `prefixLength` code points, and makes at least half of the whole prompt,
+ * has that leading part as its routing input: requests
+ * that share a system prompt shorter than `prefixLength` share a key, instead of each getting its
+ * own from the question that follows. `"prefix"` always keeps the first `prefixLength` code points.
+ *
  * Cost: both modes read the body only until the prefix is full, and write it straight into the
  * buffer that is hashed ({@link PrefixWriter}). Bytes mode still sorts the keys of every object it
  * enters; JSON text or bytes are scanned, not parsed: a validating pass over the whole body (its
@@ -18,7 +26,7 @@
  * (`internal/canonical-tape.ts`) — byte for byte what `canonicalize(JSON.parse(text))` begins with.
  */
 import { canonicalPrefix, canonicalize, parseJson, writeCanonicalPrefix } from "./canonical-json.js";
-import { type Collector, TextCollector, Utf16Collector, truncateCodePoints } from "./prompt-collector.js";
+import { type Collector, LengthCollector, TextCollector, Utf16Collector, truncateCodePoints } from "./prompt-collector.js";
 import { RouterError } from "../errors.js";
 import { writeCanonicalTape } from "./canonical-tape.js";
 import { scanJson } from "./json-scan.js";
@@ -32,12 +40,33 @@ export type RoutingMode = "text" | "bytes";
 export const MIN_PREFIX_LENGTH = 1024;
 export const MAX_PREFIX_LENGTH = 65_536;
 
+/**
+ * What the text-mode routing key covers: `"auto"`, the leading system part when it is a short
+ * system prompt followed by little (see the file header), else the first `prefixLength` code
+ * points; `"prefix"`, always the first `prefixLength` code points (SageMaker's rule).
+ */
+export type KeyScope = "auto" | "prefix";
+
+/** The default {@link KeyScope}. */
+export const DEFAULT_KEY_SCOPE: KeyScope = "auto";
+
+/**
+ * Shortest leading system part (UTF-16 units) a key is scoped to: shorter ones save too little
+ * prefill to be worth one key for everybody who shares them (the smallest `prefixLength`).
+ */
+export const MIN_SCOPED_LENGTH = 1024;
+
+/** Canonical JSON past the routing prefix counted towards a prompt's length, at most (units). */
+const LENGTH_JSON_CAP = 1 << 20;
+
 /** Options of {@link routingInput}. */
 export interface RoutingInputOptions {
   /** How to read the body. */
   mode: RoutingMode;
   /** Bytes (`bytes` mode) or code points (`text` mode) kept. From 1,024 to 65,536. */
   prefixLength: number;
+  /** Text mode: what the key covers. @default "auto" */
+  keyScope?: KeyScope;
 }
 
 const encoder = new TextEncoder();
@@ -50,12 +79,50 @@ const encoder = new TextEncoder();
  * routingInput({ messages: [{ role: "user", content: "hi" }] }, { mode: "text", prefixLength: 4096 })
  * // "\u0000muser\u0000c\u0000thi"
  */
-export function routingInput(body: unknown, options: { mode: "text"; prefixLength: number }): string;
-export function routingInput(body: unknown, options: { mode: "bytes"; prefixLength: number }): Uint8Array;
+export function routingInput(body: unknown, options: { mode: "text"; prefixLength: number; keyScope?: KeyScope }): string;
+export function routingInput(body: unknown, options: { mode: "bytes"; prefixLength: number; keyScope?: KeyScope }): Uint8Array;
 export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array;
 export function routingInput(body: unknown, options: RoutingInputOptions): string | Uint8Array {
   // A copy: the caller owns it (bytesPrefix returns a view of its writer's buffer).
-  return options.mode === "bytes" ? new Uint8Array(bytesPrefix(body, options.prefixLength)) : textPrefix(body, options.prefixLength);
+  if (options.mode === "bytes") return new Uint8Array(bytesPrefix(body, options.prefixLength));
+  return textRouting(body, options.prefixLength, options.keyScope ?? DEFAULT_KEY_SCOPE).prefix;
+}
+
+/** @internal A text-mode routing input and the length of the whole prompt it comes from. */
+export interface TextRouting {
+  /** What the key hashes. */
+  readonly prefix: string;
+  /** UTF-16 units of the whole prompt text (structure markers included), `undefined` when not known exactly. */
+  readonly units: number | undefined;
+}
+
+/** @internal The text-mode routing input of `body` under `scope` (see the file header). */
+export function textRouting(body: unknown, prefixLength: number, scope: KeyScope): TextRouting {
+  const out = new TextCollector(prefixLength * 2);
+  renderPrompt(body, out);
+  const text = out.text();
+  const prefix = truncateCodePoints(text, prefixLength);
+  const units = promptUnits(body);
+  const lead = out.leadEnd;
+  if (scope === "auto" && lead !== undefined && lead >= MIN_SCOPED_LENGTH && lead < prefix.length && units !== undefined && 2 * lead >= units) {
+    // The lead ends at a message boundary: no surrogate pair is cut.
+    return { prefix: text.slice(0, lead), units };
+  }
+  return { prefix, units };
+}
+
+/** @internal UTF-16 units of the whole prompt text of `body` (text mode), `undefined` when not known exactly. */
+export function promptUnits(body: unknown): number | undefined {
+  const out = new LengthCollector(LENGTH_JSON_CAP);
+  renderPrompt(body, out);
+  return out.exact ? out.units : undefined;
+}
+
+/** @internal Bytes of a raw body (bytes mode): its length when it is bytes or text, `undefined` for a value. */
+export function bodyBytes(body: unknown): number | undefined {
+  if (typeof body === "string") return body.length;
+  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) return body.byteLength;
+  return undefined;
 }
 
 /** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes (a view of `out`'s buffer). */
@@ -203,16 +270,29 @@ function renderPrompt(body: unknown, out: Collector): void {
   const obj = asObject(body);
   // A Responses API body (no `messages`, no `prompt`): instructions, input items, then tools.
   if (obj.messages === undefined && obj.prompt === undefined) {
-    if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
-    if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
+    const instructions = typeof obj.instructions === "string";
+    if (instructions) out.field(M.instructions, obj.instructions as string);
+    if (Array.isArray(obj.input)) pushItems(out, obj.input, instructions);
+    else {
+      if (instructions) out.markLead();
+      if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
+    }
     if (obj.tools !== undefined) out.json(M.tools, obj.tools);
     return;
   }
   if (obj.tools !== undefined) out.json(M.tools, obj.tools);
   if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
   if (Array.isArray(obj.messages)) {
+    let leading = true;
+    let system = false;
+    const single = oneAfterLead(obj.messages);
     for (const message of obj.messages) {
       if (out.full) break;
+      if (leading && !isSystem(message)) {
+        leading = false;
+        if (system && single) out.markLead();
+      }
+      system ||= leading;
       pushMessage(out, message);
     }
   }
@@ -307,6 +387,47 @@ function pushPart(out: Collector, part: unknown): void {
   out.json(M.other, part);
 }
 
+/**
+ * Exactly one message follows the leading system messages: a single-turn request (a question
+ * after a system prompt). A conversation's later turns keep their own prefix as key, so a
+ * conversation moves at most once, after its first turn, when it has little history to lose.
+ */
+function oneAfterLead(messages: readonly unknown[]): boolean {
+  let i = 0;
+  while (i < messages.length && isSystem(messages[i])) i++;
+  return messages.length - i === 1;
+}
+
+/** A system or developer message: what a leading system part is made of. */
+function isSystem(message: unknown): boolean {
+  if (message === null || typeof message !== "object") return false;
+  const role = (message as { role?: unknown }).role;
+  return role === "system" || role === "developer";
+}
+
+/** Responses API input items, marking where the leading system part (instructions, system items) ends. */
+function pushItems(out: Collector, items: readonly unknown[], instructions: boolean): void {
+  let system = instructions;
+  let leading = true;
+  const single = oneAfterLead(items);
+  for (const item of items) {
+    if (out.full) return;
+    if (leading && !isSystem(item)) {
+      leading = false;
+      if (system && single) out.markLead();
+    }
+    system ||= leading;
+    pushPromptItem(out, M.input, item);
+  }
+}
+
+function pushPromptItem(out: Collector, marker: string, item: unknown): void {
+  if (typeof item === "string") out.field(marker, item);
+  else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
+  else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
+  else out.json(marker, item);
+}
+
 function pushPromptLike(out: Collector, marker: string, value: unknown): void {
   if (typeof value === "string") {
     out.field(marker, value);
@@ -315,10 +436,7 @@ function pushPromptLike(out: Collector, marker: string, value: unknown): void {
   if (Array.isArray(value)) {
     for (const item of value) {
       if (out.full) return;
-      if (typeof item === "string") out.field(marker, item);
-      else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
-      else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
-      else out.json(marker, item);
+      pushPromptItem(out, marker, item);
     }
     return;
   }

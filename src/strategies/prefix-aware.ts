@@ -17,15 +17,25 @@
  *
  * Prediction (closed-loop.ts): a pick predicts the key's whole prefix cached when this router sent
  * the key to that target recently — among the last {@link RECENT_KEYS_PER_TARGET} keys it sent
- * there (recorded at commit) — and nothing cached otherwise. The prediction never changes a pick;
- * after repeated misses the target's recent keys are forgotten, so the predictions (and the
- * predicted-vs-actual metrics) start over with the target's empty cache.
+ * there (recorded at commit) — and nothing cached otherwise, in tokens at the target's learned
+ * characters per token ({@link TokenRatio}). The prediction never changes a pick; after repeated
+ * misses the target's recent keys are forgotten, so the predictions (and the predicted-vs-actual
+ * metrics) start over with the target's empty cache.
+ *
+ * Running keys (`spreadRunningKeys`): a request whose first choice is already running a request of
+ * the same key (from this router) goes to the first of the key's next choices that is open and not
+ * running it — for engines whose cache is private to a running request (llama.cpp's slots), where
+ * a second request for a running prefix starts cold anyway. Engines with a shared paged cache
+ * (vLLM, SGLang) serve it warm on the first choice. `"auto"` (the default) spreads only on a target
+ * whose responses to such second requests were mostly misses (decayed counts, at least
+ * {@link PRIVATE_CACHE_EVIDENCE}); `true` always, `false` never.
  */
 import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 import { alignById } from "./helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../router/closed-loop.js";
-import { type PrefixAwareConfig, PrefillSaturation, PrefillTarget, promptUnits } from "./helpers/prefill-saturation.js";
+import { type ClosedLoopEnv, DEFAULT_CLOSED_LOOP, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../router/closed-loop.js";
+import { PrefillSaturation, PrefillTarget, promptUnits } from "./helpers/prefill-saturation.js";
+import { DEFAULT_PREFIX_AWARE, type PrefixAwareConfig } from "./helpers/prefix-aware-options.js";
 import type { RoutingMode } from "../routing/routing-input.js";
 import type { Clock } from "../types.js";
 import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
@@ -43,9 +53,14 @@ export const RECENT_KEYS_PER_TARGET = 4096;
 export interface PrefixKey {
   readonly key: bigint;
   readonly length: number;
-  /** The whole routing input's size in the same unit; read only with `saturation: "tokens"`. */
-  readonly units?: number;
+  /** Length of the whole prompt's routing input (characters or bytes), when the router read it whole. */
+  readonly units?: number | undefined;
 }
+
+/** Judged responses (decayed: two in a row make 1.9) of requests sent while their key ran on the target, before `"auto"` decides. */
+const PRIVATE_CACHE_EVIDENCE = 1.5;
+/** Weight kept by older evidence at each new verdict. */
+const PRIVATE_CACHE_DECAY = 0.9;
 
 /** What `prefix-aware` needs from its router. */
 export interface PrefixAwareEnv extends ClosedLoopEnv {
@@ -57,14 +72,25 @@ export interface PrefixAwareEnv extends ClosedLoopEnv {
   readonly prefixAware: PrefixAwareConfig;
 }
 
-/** A target's recent keys and its run of prediction misses. */
+/** A target's recent keys, its run of prediction misses, its characters per token and the keys it runs. */
 class Recent implements MissRun {
   misses = 0;
   readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
+  readonly ratio = new TokenRatio();
+  /** Requests in flight from this router on the target, by key. */
+  readonly running = new Map<bigint, number>();
+  /** Decayed verdicts on requests sent while their key ran here: warm (a shared cache) or cold (private ones). */
+  concurrentHits = 0;
+  concurrentMisses = 0;
   /** Uncached prefill tokens in flight (`saturation: "tokens"`). */
   readonly prefill: PrefillTarget;
   constructor(readonly id: string) {
     this.prefill = new PrefillTarget(id);
+  }
+
+  /** Its responses say a running request's prefix is not shared with a second one (llama.cpp's slots). */
+  get privateCache(): boolean {
+    return this.concurrentHits + this.concurrentMisses >= PRIVATE_CACHE_EVIDENCE && this.concurrentMisses > this.concurrentHits;
   }
 }
 
@@ -83,10 +109,20 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   private readonly byId = new Map<string, Recent>();
   /** Token accounting; `undefined` with `saturation: "requests"`. */
   private readonly saturation: PrefillSaturation | undefined;
+  private readonly spread: boolean | "auto";
 
   constructor(private readonly env: PrefixAwareEnv) {
-    const o = env.prefixAware;
+    const o = env.prefixAware ?? DEFAULT_PREFIX_AWARE;
     this.saturation = o.saturation === "tokens" ? new PrefillSaturation(o.ttftPenaltyMs, env.clock) : undefined;
+    this.spread = o.spreadRunningKeys;
+  }
+
+  /** Whether a second request for a key running on target i should go elsewhere. */
+  private spreads(i: number, key: bigint): boolean {
+    if (this.spread === false) return false;
+    const recent = this.recent[i];
+    if (recent === undefined || !recent.running.has(key)) return false;
+    return this.spread === true || recent.privateCache;
   }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
@@ -96,7 +132,7 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   read(request: StrategyRequest): PrefixKey | undefined {
     if (request.body === undefined) return undefined;
     const prefix = this.env.routingPrefix(request);
-    if (prefix === undefined || this.saturation === undefined) return prefix;
+    if (prefix === undefined || this.saturation === undefined || prefix.units !== undefined) return prefix;
     return { ...prefix, units: promptUnits(this.env.mode, request.body, prefix.length) };
   }
 
@@ -109,24 +145,39 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     if (input === undefined) return leastOutstandingPick(ctx);
     const pick = this.choose(ctx, input);
     const recent = this.recent[pick.index];
-    const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? tokensOf(input.length) : 0;
+    const predictedCachedTokens = recent !== undefined && recent.keys.has(input.key) ? recent.ratio.tokens(input.length) : 0;
     return { ...pick, key: input.key, predictedCachedTokens };
   }
 
-  /** Remembers the key as sent to the target; the lease's release tests the prediction. */
+  /**
+   * Remembers the key as sent to the target (and as running there); the lease's release teaches
+   * the target's characters per token and tests the prediction.
+   */
   commit(ctx: Ctx, pick: StrategyPick, input: PrefixKey | undefined): Commitment | undefined {
     const recent = this.recent[pick.index];
     if (input === undefined || recent === undefined) return undefined;
     const hold = this.holdPrefill(ctx, recent, input);
     recent.keys.set(input.key, true);
+    const key = input.key;
+    const concurrent = recent.running.has(key);
+    recent.running.set(key, (recent.running.get(key) ?? 0) + 1);
     const { closedLoop } = this.env;
-    if (closedLoop === undefined) return hold;
     const predicted = pick.predictedCachedTokens;
     return {
       ...(hold && { firstByte: () => hold.firstByte() }),
       release: (outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo) => {
         hold?.release(outcome, sawFirstByte, info);
-        if (!countVerdict(recent, judgePrediction(predicted, outcome, info, closedLoop.ratio), closedLoop)) return;
+        const n = (recent.running.get(key) ?? 1) - 1;
+        if (n > 0) recent.running.set(key, n);
+        else recent.running.delete(key);
+        if (outcome === "success") recent.ratio.learn(input.units, info?.promptTokens);
+        const verdict = judgePrediction(predicted, outcome, info, (closedLoop ?? DEFAULT_CLOSED_LOOP).ratio);
+        if (concurrent && verdict !== undefined) {
+          recent.concurrentHits = PRIVATE_CACHE_DECAY * recent.concurrentHits + (verdict === "hit" ? 1 : 0);
+          recent.concurrentMisses = PRIVATE_CACHE_DECAY * recent.concurrentMisses + (verdict === "miss" ? 1 : 0);
+        }
+        if (closedLoop === undefined) return;
+        if (!countVerdict(recent, verdict, closedLoop)) return;
         const entries = recent.keys.size;
         recent.keys.clear();
         // This request was just prefilled there: the one key known to be cached.
@@ -169,7 +220,15 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     let best = 0;
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
-    if (isOpen(first)) return { index: first, kind: "preferred", rank: 0 };
+    if (isOpen(first)) {
+      if (!this.spreads(first, input.key)) return { index: first, kind: "preferred", rank: 0 };
+      const order = sortByScore(candidates, scores);
+      for (let r = 1; r < order.length; r++) {
+        const i = order[r] as number;
+        if (isOpen(i) && this.recent[i]?.running.has(input.key) !== true) return { index: i, kind: "spillover", rank: r };
+      }
+      return { index: first, kind: "preferred", rank: 0 };
+    }
     const order = sortByScore(candidates, scores);
     if (ctx.sharedLoad === true) {
       const r = twoChoiceSpill(ctx, order, 1, isOpen);

@@ -87,7 +87,8 @@ export interface StrategyPick {
   /**
    * Prompt tokens the strategy expects the target to serve from its prefix cache, if it makes a
    * prediction: what it believes the target holds of this request's prefix, in characters (or
-   * bytes) divided by {@link CHARS_PER_TOKEN}. Compared with the `cachedTokens` the server reports
+   * bytes) divided by the target's characters per token, learned from its `promptTokens`
+   * (`TokenRatio`, starting at 4). Compared with the `cachedTokens` the server reports
    * (docs/observability.md, "Closed loop").
    */
   readonly predictedCachedTokens?: number | undefined;

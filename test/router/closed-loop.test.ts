@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createRouter, type Lease, type Logger, type Router, DEFAULTS } from "prefix-router";
-import { MIN_PREDICTED_TOKENS, judgePrediction } from "../../src/router/closed-loop.js";
+import fc from "fast-check";
+import { CHARS_PER_TOKEN, MIN_PREDICTED_TOKENS, MIN_RATIO_SAMPLE_UNITS, TOKEN_RATIO_RANGE, TokenRatio, judgePrediction } from "../../src/router/closed-loop.js";
+import { promptUnits } from "../../src/routing/routing-input.js";
 import { FakeClock } from "../support.js";
 
 const ab = [{ id: "a" }, { id: "b" }];
@@ -13,11 +15,15 @@ function warnings(): Logger & { warned: string[] } {
   return { warned, debug: none, info: none, warn: (m: string) => warned.push(m), error: none };
 }
 
-/** Routes `body`, then ends the lease as a server that served `cached` of `prompt` tokens from cache. */
-function serve(router: Router, body: object, cached: number, prompt = 2100, exclude: string[] = []): Lease {
+/**
+ * Routes `body`, then ends the lease as a server that served `cached` of `prompt` tokens from
+ * cache. Without `prompt`, the response reports no prompt tokens: the target's characters per
+ * token stay at 4.
+ */
+function serve(router: Router, body: object, cached: number, prompt?: number, exclude: string[] = []): Lease {
   const lease = router.route({ body }, { exclude });
   lease.firstByte();
-  lease.release("success", { promptTokens: prompt, cachedTokens: cached });
+  lease.release("success", prompt === undefined ? { cachedTokens: cached } : { promptTokens: prompt, cachedTokens: cached });
   return lease;
 }
 
@@ -53,13 +59,13 @@ describe("closed loop — longest-prefix", () => {
     // Documents x, y, z on both targets: each sent to its first choice, then once to the other.
     for (const name of ["x", "y", "z"]) {
       const home = serve(router, doc(name), 0).target.id;
-      serve(router, doc(name), 0, 2100, [home]);
+      serve(router, doc(name), 0, undefined, [home]);
     }
     const body = doc("x", 8000, "new question");
     const holder = router.rank({ body }).targets[0]!.id;
     const other = holder === "a" ? "b" : "a";
     // The holder restarts: three requests it was predicted to hold come back cold.
-    for (const name of ["x", "y", "z"]) serve(router, doc(name, 8000, "again"), 0, 2100, [other]);
+    for (const name of ["x", "y", "z"]) serve(router, doc(name, 8000, "again"), 0, undefined, [other]);
     expect(stat(router, holder)).toMatchObject({ predictions: 3, predictionMisses: 3, indexResets: 1 });
     expect(log.warned).toEqual([
       `prefix-router: target ${JSON.stringify(holder)} served far fewer cached tokens than predicted 3 times in a row (restarted, or evicting); the longest-prefix strategy forgot its 93 entries for it`,
@@ -74,7 +80,7 @@ describe("closed loop — longest-prefix", () => {
     const router = await createRouter({ targets: ab, strategy: "longest-prefix" });
     const home = serve(router, doc("x"), 0).target.id;
     const others = ab.map((t) => t.id).filter((id) => id !== home);
-    for (const cached of [0, 0, 2000, 0, 0]) serve(router, doc("x", 8000, `q${cached}`), cached, 2100, others);
+    for (const cached of [0, 0, 2000, 0, 0]) serve(router, doc("x", 8000, `q${cached}`), cached, undefined, others);
     expect(stat(router, home)).toMatchObject({ predictions: 5, predictionMisses: 4, indexResets: 0 });
   });
 
@@ -115,5 +121,127 @@ describe("closed loop — prefix-aware", () => {
       const body = doc(`k${i % 7}`, 5000);
       expect(serve(a, body, 0).target.id).toBe(serve(b, body, 0).target.id);
     }
+  });
+});
+
+describe("closed loop — learned characters per token", () => {
+  /** A byte-level engine: one token per character of the prompt (markers and all), as llama.cpp's byte tokenizer counts. */
+  const byteLevel = (body: object) => promptUnits(body) as number;
+
+  it("prefix-aware learns a target's ratio from promptTokens: predictions follow the engine, not ÷ 4", async () => {
+    const router = await createRouter({ targets: ab });
+    const body = doc("x", 3000);
+    const predicted: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const lease = router.route({ body });
+      predicted.push(lease.predictedCachedTokens ?? 0);
+      lease.firstByte();
+      lease.release("success", { promptTokens: byteLevel(body), cachedTokens: 3000 });
+    }
+    // The key covers the whole prompt (3,021 characters): 755 tokens at 4, 3,021 at 1.
+    expect(predicted[0]).toBe(0);
+    expect(predicted[1]).toBe(Math.floor(3021 / 2));
+    expect(predicted.at(-1)).toBeGreaterThan(0.9 * 3021);
+    expect(predicted.at(-1)).toBeLessThanOrEqual(3021);
+    // ...so the engine's real hits are hits: no miss, nothing forgotten.
+    expect(router.stats().targets.reduce((n, t) => n + t.predictionMisses, 0)).toBe(0);
+  });
+
+  it("longest-prefix learns it too", async () => {
+    const router = await createRouter({ targets: ab, strategy: "longest-prefix" });
+    const body = doc("x", 3000);
+    let last = 0;
+    for (let i = 0; i < 40; i++) {
+      const lease = router.route({ body });
+      last = lease.predictedCachedTokens ?? 0;
+      lease.firstByte();
+      lease.release("success", { promptTokens: byteLevel(body), cachedTokens: 3000 });
+    }
+    // 11 full 256-character blocks held = 2,816 characters = 2,816 tokens at one a character.
+    expect(last).toBeGreaterThan(0.9 * 2816);
+    expect(last).toBeLessThanOrEqual(2816);
+  });
+
+  it("usage from a failed request or without promptTokens teaches nothing", async () => {
+    const router = await createRouter({ targets: ab });
+    const body = doc("x", 3000);
+    for (const [outcome, info] of [
+      ["server-error", { promptTokens: 3021, cachedTokens: 0 }],
+      ["success", { cachedTokens: 0 }],
+      ["success", undefined],
+    ] as const) {
+      const lease = router.route({ body });
+      lease.release(outcome, info);
+    }
+    expect(router.route({ body }).predictedCachedTokens).toBe(Math.floor(3021 / 4));
+  });
+});
+
+describe("TokenRatio", () => {
+  const hostile = fc.oneof(
+    fc.double(),
+    fc.integer(),
+    fc.constantFrom(0, -1, -0, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.MAX_VALUE, Number.MIN_VALUE, 1e-300),
+  );
+  const anything = fc.oneof(hostile, fc.constant(undefined), fc.constant(null), fc.string(), fc.constant("1000"), fc.constant({}));
+
+  it("starts at 4", () => {
+    const r = new TokenRatio();
+    expect(r.value).toBe(CHARS_PER_TOKEN);
+    expect(r.tokens(4000)).toBe(1000);
+  });
+
+  it("stays within its bounds whatever the usage says (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(hostile, fc.constant(undefined)), anything), { maxLength: 200 }), (samples) => {
+        const r = new TokenRatio();
+        for (const [units, tokens] of samples) r.learn(units as number | undefined, tokens);
+        expect(r.value).toBeGreaterThanOrEqual(TOKEN_RATIO_RANGE.min * (1 - 1e-12));
+        expect(r.value).toBeLessThanOrEqual(TOKEN_RATIO_RANGE.max * (1 + 1e-12));
+        expect(Number.isFinite(r.tokens(65_536))).toBe(true);
+      }),
+    );
+  });
+
+  it("ignores what is not a usable sample: the value does not move (property)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.constant(undefined), fc.double({ max: MIN_RATIO_SAMPLE_UNITS, maxExcluded: true })), anything, (units, tokens) => {
+        const r = new TokenRatio();
+        expect(r.learn(units, tokens)).toBe(false);
+        expect(r.value).toBe(CHARS_PER_TOKEN);
+      }),
+    );
+    const r = new TokenRatio();
+    for (const tokens of [0, -5, Number.NaN, Number.POSITIVE_INFINITY, "100", null, undefined, 0.5]) expect(r.learn(1000, tokens)).toBe(false);
+    expect(r.value).toBe(CHARS_PER_TOKEN);
+  });
+
+  it("converges to a steady ratio within 1% (property)", () => {
+    fc.assert(
+      fc.property(fc.double({ min: TOKEN_RATIO_RANGE.min, max: TOKEN_RATIO_RANGE.max, noNaN: true }), (ratio) => {
+        const r = new TokenRatio();
+        for (let i = 0; i < 300; i++) r.learn(10_000, 10_000 / ratio);
+        expect(Math.abs(r.value / ratio - 1)).toBeLessThan(0.01);
+      }),
+    );
+  });
+
+  it("one hostile answer among steady ones moves it by at most 32^(1/32) once the window is full", () => {
+    const r = new TokenRatio();
+    for (let i = 0; i < 100; i++) r.learn(4000, 4000);
+    const before = r.value;
+    r.learn(4000, 1);
+    expect(r.value / before).toBeLessThanOrEqual(32 ** (1 / 32) + 1e-9);
+    expect(r.value / before).toBeGreaterThan(1);
+  });
+
+  it("predicted tokens never decrease with the characters believed cached (property)", () => {
+    fc.assert(
+      fc.property(fc.double({ min: 0.5, max: 16, noNaN: true }), fc.nat(1e6), fc.nat(1e6), (ratio, a, b) => {
+        const r = new TokenRatio();
+        r.learn(10_000, 10_000 / ratio);
+        expect(r.tokens(Math.min(a, b))).toBeLessThanOrEqual(r.tokens(Math.max(a, b)));
+      }),
+    );
   });
 });

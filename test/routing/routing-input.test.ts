@@ -224,7 +224,10 @@ describe("text mode", () => {
     const ask = (q: string) => ({ model: "m", messages: [{ role: "system", content: system }, { role: "user", content: q }] });
     expect(text(ask("refunds?"), 4096)).toBe(text(ask("what about shipping?"), 4096));
     expect(codePoints(text(ask("refunds?"), 4096))).toBe(4096);
-    expect(text(ask("refunds?"), 8192)).not.toBe(text(ask("what about shipping?"), 8192));
+    // Past the system prompt, the key scope decides: the system prompt alone ("auto"), or the question too.
+    expect(text(ask("refunds?"), 8192)).toBe(text(ask("what about shipping?"), 8192));
+    const prefixScope = (q: string) => routingInput(ask(q), { mode: "text", prefixLength: 8192, keyScope: "prefix" });
+    expect(prefixScope("refunds?")).not.toBe(prefixScope("what about shipping?"));
   });
 });
 

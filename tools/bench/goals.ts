@@ -9,6 +9,7 @@ import {
   compareAcrossSeeds,
   compareToRandom,
   configKey,
+  scenarioKey,
   scenarioKeyWithoutSeed,
   summarizeSeeds,
 } from "./compare.js";
@@ -160,4 +161,49 @@ export function checkLongestPrefix(rows: readonly BenchRow[]): LongestPrefixChec
     });
   }
   return goals;
+}
+
+/** Title of the {@link checkShortPrompts} section. */
+export const SHORT_PROMPTS_CHECKS_TITLE = "short-prompts: cache-aware strategies vs least-outstanding and random on slot engines";
+
+/** One check of a cache-aware strategy on a `short-prompts` scenario. */
+export interface ShortPromptsCheck {
+  readonly row: BenchRow;
+  readonly goal: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+/**
+ * On every `short-prompts` scenario (one seed) with `least-outstanding` and `random` rows, each
+ * `prefix-aware` (and variant) and `longest-prefix` row at default options: token hit rate ≥
+ * least-outstanding's + 10 points and ≥ 80% of the pooled ideal; P50 TTFT ≤ least-outstanding's
+ * and ≤ 0.35 × random's. Shared prompts shorter than the routing prefix on slot engines: the
+ * shape where a key per request, a fixed 4 characters a token and a busy slot cost the most.
+ */
+export function checkShortPrompts(rows: readonly BenchRow[]): ShortPromptsCheck[] {
+  const checks: ShortPromptsCheck[] = [];
+  const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
+  const byScenario = new Map<string, BenchRow[]>();
+  for (const r of rows) {
+    if (r.workload !== "short-prompts" || r.loadView !== undefined) continue;
+    const k = scenarioKey(r);
+    byScenario.set(k, [...(byScenario.get(k) ?? []), r]);
+  }
+  for (const group of byScenario.values()) {
+    const lo = group.find((r) => r.strategy === "least-outstanding");
+    const random = group.find((r) => r.strategy === "random");
+    if (lo === undefined || random === undefined) continue;
+    for (const r of group) {
+      if (!r.strategy.startsWith("prefix-aware") && r.strategy !== "longest-prefix") continue;
+      const ofIdeal = r.idealHitRate > 0 ? r.tokenHitRate / r.idealHitRate : 1;
+      checks.push(
+        { row: r, goal: "hit ≥ least-outstanding + 10 pts", measured: `${pct(r.tokenHitRate)} vs ${pct(lo.tokenHitRate)}`, met: r.tokenHitRate >= lo.tokenHitRate + 0.1 },
+        { row: r, goal: "hit ≥ 80% of the pooled ideal", measured: pct(ofIdeal), met: ofIdeal >= 0.8 },
+        { row: r, goal: "P50 ≤ least-outstanding's", measured: `${r.ttftP50Ms.toFixed(1)} vs ${lo.ttftP50Ms.toFixed(1)} ms`, met: r.ttftP50Ms <= lo.ttftP50Ms },
+        { row: r, goal: "P50 ≤ 0.35 × random's", measured: `${(r.ttftP50Ms / random.ttftP50Ms).toFixed(2)} ×`, met: r.ttftP50Ms <= 0.35 * random.ttftP50Ms },
+      );
+    }
+  }
+  return checks;
 }

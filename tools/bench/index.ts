@@ -16,6 +16,8 @@ export type { LoadViewName } from "./load-views.js";
 
 // Workloads: the built-in ones, a Mooncake trace, or your own requests.
 export { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
+export { SHORT_PROMPTS_DEFAULTS, SLOT_ENGINE, shortPromptsWorkload } from "./workloads-single-turn.js";
+export type { ShortPromptsParams } from "./workloads-single-turn.js";
 export type { WorkloadName } from "./workloads.js";
 export type { BenchRequest, ChatBody, ChatMessage, ChatTool, ChatToolCall, Workload, WorkloadSettings } from "./workload.js";
 export { loadTrace, parseTrace, traceWorkload } from "./trace.js";

@@ -25,7 +25,7 @@ export interface BenchOptions {
   workloads?: readonly (WorkloadName | Workload)[];
   /** Strategy names (prefix-router's, or a peer baseline's `peer:*`) or policy factories. @default BENCH_STRATEGIES (every strategy, then the peer baselines) */
   strategies?: readonly (string | PolicyFactory)[];
-  /** Fleet sizes at the start of the run. @default [7] (the AWS benchmark) */
+  /** Fleet sizes at the start of the run. @default the workload's own (`short-prompts`: [4]), else [7] (the AWS benchmark) */
   instances?: readonly number[];
   /**
    * Routing prefix lengths in characters, for strategies that read a prefix.
@@ -118,7 +118,8 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     return f;
   });
   const blockTokens = options.engine?.blockSizeTokens ?? DEFAULT_ENGINE_CONFIG.blockSizeTokens;
-  const instances = checkList("instances", options.instances ?? [7], (v) => Number.isInteger(v) && v >= 1 && v <= 4096, "integers from 1 to 4096");
+  const instanceCheck = (list: readonly number[]) => checkList("instances", list, (v) => Number.isInteger(v) && v >= 1 && v <= 4096, "integers from 1 to 4096");
+  if (options.instances !== undefined) instanceCheck(options.instances);
   const capacities = checkList(
     "capacityTokens",
     options.capacityTokens ?? [DEFAULT_ENGINE_CONFIG.numGpuBlocks * blockTokens],
@@ -170,9 +171,11 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   // With restarts every policy also runs without them, as the reference.
   const passes = restarts.length === 0 ? 1 : 2;
 
-  const plan: { scenario: Scenario; runs: PolicyRun[] }[] = [];
+  const plan: { scenario: Scenario; runs: PolicyRun[]; engine: Partial<EngineConfig> | undefined }[] = [];
   for (const workload of workloads) {
     const prefixLengths = options.prefixLengths ?? workload.defaultPrefixLengths ?? [DEFAULTS.prefixLength];
+    const instances = instanceCheck(options.instances ?? [workload.fleet?.instances ?? 7]);
+    const engine = workload.fleet?.engine === undefined ? options.engine : { ...workload.fleet.engine, ...options.engine };
     for (const n of instances)
       for (const capacityTokens of capacities)
         for (const rateMultiplier of rates)
@@ -196,7 +199,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                       for (const loadView of factory.usesLoadView === true ? views : [undefined])
                         runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }) });
                 }
-                plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
+                plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs, engine });
               }
   }
 
@@ -205,7 +208,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   let doneMs = 0;
   let runIndex = 0;
   const rows: BenchRow[] = [];
-  for (const { scenario, runs } of plan) {
+  for (const { scenario, runs, engine } of plan) {
     let ideal: IdealTotals | undefined;
     for (const run of runs) {
       const label = `${scenario.workload.name}/${run.factory.name}`;
@@ -217,9 +220,9 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
           fraction: totalMs === 0 ? 1 : Math.min(1, (base + simMs) / totalMs),
         });
       };
-      const reference = restarts.length === 0 ? undefined : await simulate(scenario, run, scaleEvents, options.engine, ideal, progress(doneMs));
+      const reference = restarts.length === 0 ? undefined : await simulate(scenario, run, scaleEvents, engine, ideal, progress(doneMs));
       if (reference !== undefined) doneMs += scenario.durationMs;
-      const result = await simulate(scenario, run, scaleEvents, options.engine, ideal ?? reference?.ideal, progress(doneMs), restarts);
+      const result = await simulate(scenario, run, scaleEvents, engine, ideal ?? reference?.ideal, progress(doneMs), restarts);
       ideal = result.ideal;
       if (reference !== undefined) {
         result.row.restarts = restarts.map((e, i) => analyzeRestart(e, result.fine, reference.fine, restarts[i + 1]?.atMs ?? scenario.durationMs));

@@ -4,7 +4,15 @@
  * dependencies.
  */
 import { type Estimate, compareAcrossSeeds, compareToRandom, summarizeSeeds } from "./compare.js";
-import { LONGEST_PREFIX_CHECKS_TITLE, PUBLISHED_GAINS_TITLE, type PublishedGainCheck, checkLongestPrefix, checkPublishedGains } from "./goals.js";
+import {
+  LONGEST_PREFIX_CHECKS_TITLE,
+  PUBLISHED_GAINS_TITLE,
+  type PublishedGainCheck,
+  SHORT_PROMPTS_CHECKS_TITLE,
+  checkLongestPrefix,
+  checkPublishedGains,
+  checkShortPrompts,
+} from "./goals.js";
 import type { BenchRow } from "./simulate.js";
 
 type Align = "l" | "r";
@@ -239,6 +247,14 @@ export function formatLongestPrefixChecks(rows: readonly BenchRow[]): string {
   return grid(["workload", "goal (longest-prefix)", "measured (longest-prefix − row)", "result"], ["l", "l", "r", "l"], body);
 }
 
+/** The `short-prompts` goals, per cache-aware row (see `checkShortPrompts`). Empty without such rows. */
+export function formatShortPromptsChecks(rows: readonly BenchRow[]): string {
+  const goals = checkShortPrompts(rows);
+  if (goals.length === 0) return "";
+  const body = goals.map((g) => [g.row.strategy, g.goal, g.measured, g.met ? "met" : "MISSED"]);
+  return grid(["strategy", "goal", "measured", "result"], ["l", "l", "r", "l"], body);
+}
+
 /** Everything the terminal shows after a run, sections separated by blank lines. */
 export function formatReport(rows: readonly BenchRow[]): string {
   const sections: string[] = [formatTable(rows)];
@@ -259,6 +275,8 @@ export function formatReport(rows: readonly BenchRow[]): string {
   const gains = formatPublishedGains(rows);
   if (gains) sections.push(`${PUBLISHED_GAINS_TITLE}:\n${gains}`);
   const lpChecks = formatLongestPrefixChecks(rows);
+  const spChecks = formatShortPromptsChecks(rows);
+  if (spChecks) sections.push(`${SHORT_PROMPTS_CHECKS_TITLE}:\n${spChecks}`);
   if (lpChecks) sections.push(`${LONGEST_PREFIX_CHECKS_TITLE} (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpChecks}`);
   return `${sections.join("\n\n")}\n`;
 }

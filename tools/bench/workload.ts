@@ -12,6 +12,7 @@
  * name in workloads.ts. Why each default is what it is: see `docs/bench.md` and the TSDoc of
  * each parameter.
  */
+import type { EngineConfig } from "../fleet/config.js";
 
 /** One chat message of an OpenAI chat-completions body. */
 export interface ChatMessage {
@@ -84,6 +85,11 @@ export interface Workload {
    * default run shows both the default and a prefix length that reaches past the shared part.
    */
   readonly defaultPrefixLengths?: readonly number[];
+  /**
+   * The fleet the workload is meant for, used when the run does not set its own: instances, and
+   * engine parameters under the run's (`short-prompts`: llama.cpp-like slot engines).
+   */
+  readonly fleet?: { readonly instances?: number; readonly engine?: Readonly<Partial<EngineConfig>> };
   /** The generator's parameters, for reports and docs. */
   readonly parameters: Readonly<Record<string, number | string>>;
   /** The request sequence, in non-decreasing `arrivalMs`. Lazily generated. */
@@ -117,4 +123,5 @@ export const TEXT_NS = {
   args: 10,
   hotPrefix: 11,
   tenant: 12,
+  shortPrompt: 13,
 } as const;

@@ -1,11 +1,12 @@
 /**
  * Single-turn workloads: every request is one shared part (a document, a system prompt, a hot
- * prefix) followed by a unique question, arriving by a Poisson process: `long-context`, `rag`
- * and `hot-prefix`. Each is a pure function of (seed, duration, rate multiplier); see
+ * prefix) followed by a unique question, arriving by a Poisson process: `long-context`, `rag`,
+ * `hot-prefix` and `short-prompts`. Each is a pure function of (seed, duration, rate multiplier); see
  * workload.ts for what every workload guarantees.
  */
 import { Rng, Zipf, mix32 } from "../sim/random.js";
-import { TextSource } from "./text.js";
+import type { EngineConfig } from "../fleet/config.js";
+import { CHARS_PER_TOKEN, TextSource } from "./text.js";
 import { BENCH_MODEL, MINUTE, TEXT_NS, type Workload } from "./workload.js";
 
 /* ----------------------------------------------------------------------------------------- */
@@ -231,6 +232,101 @@ export function hotPrefixWorkload(params: Partial<HotPrefixParams> = {}): Worklo
   };
 }
 
+/* ----------------------------------------------------------------------------------------- */
+/* short-prompts                                                                               */
+/* ----------------------------------------------------------------------------------------- */
+
+/** Parameters of {@link shortPromptsWorkload}. */
+export interface ShortPromptsParams {
+  /** Distinct shared system prompts: more than one engine's slots, no more than all slots together. @default 12 */
+  prompts: number;
+  /** Characters per system prompt (shorter than the default `prefixLength` of 4,096). @default 1500 */
+  promptChars: number;
+  /** Zipf exponent of prompt popularity; 1.0 over 12 prompts gives the top one ~32% of requests. @default 1.0 */
+  zipfExponent: number;
+  /** Poisson arrival rate, requests per second, before the rate multiplier: about 4 in flight on the slot fleet. @default 12 */
+  ratePerSecond: number;
+  /** Median question length in characters (log-normal, σ 0.5, 16–400). @default 80 */
+  questionMedianChars: number;
+  /** Median answer length in tokens (log-normal, σ 0.5, 4–64). @default 16 */
+  outputMedianTokens: number;
+}
+
+/** Defaults of {@link shortPromptsWorkload}. */
+export const SHORT_PROMPTS_DEFAULTS: Readonly<ShortPromptsParams> = {
+  prompts: 12,
+  promptChars: 1500,
+  zipfExponent: 1.0,
+  ratePerSecond: 12,
+  questionMedianChars: 80,
+  outputMedianTokens: 16,
+};
+
+/**
+ * The emulated engine `short-prompts` runs on by default: llama.cpp's slot cache (4 slots per
+ * instance) and a CPU engine's costs, where prefill dominates. Per emulated token (4 characters),
+ * about what 4 tokens cost the tiny llama.cpp model of docs/real-engines.md on one core (a
+ * 2,176-token cold prefill in ≈ 370 ms), reuse counted token by token.
+ */
+export const SLOT_ENGINE: Readonly<Partial<EngineConfig>> = Object.freeze({
+  slots: 4,
+  blockSizeTokens: 1,
+  maxNumBatchedTokens: 512,
+  frontendOverheadMs: 2,
+  stepBaseMs: 2,
+  prefillMsPerToken: 0.6,
+  prefillMsPerTokenPair: 5e-5,
+  decodeMsPerSeq: 0.5,
+  decodeMsPerContextToken: 0,
+});
+
+/**
+ * `short-prompts`: a dozen shared system prompts of ~1,500 characters (shorter than the default
+ * routing prefix) under a skewed popularity, each followed by a short distinct question; run by
+ * default on 4 instances with llama.cpp-like slot caches ({@link SLOT_ENGINE}), about 4 requests
+ * in flight. The engine bench replays the same generator on real llama.cpp engines.
+ *
+ * @example
+ * for (const r of shortPromptsWorkload({ prompts: 8 }).requests({ seed: 1, durationMs: 10_000, rateMultiplier: 1 })) send(r.body);
+ */
+export function shortPromptsWorkload(params: Partial<ShortPromptsParams> = {}): Workload {
+  const p: ShortPromptsParams = { ...SHORT_PROMPTS_DEFAULTS, ...params };
+  return {
+    name: "short-prompts",
+    description: `${p.prompts} system prompts of ${p.promptChars} characters (Zipf s=${p.zipfExponent}, top ${(100 * new Zipf(p.prompts, p.zipfExponent).probability(0)).toFixed(0)}%) + short questions, slot engines`,
+    defaultDurationMs: 5 * MINUTE,
+    fleet: { instances: 4, engine: SLOT_ENGINE },
+    parameters: { ...p },
+    *requests(s) {
+      const rng = new Rng(mix32(s.seed, 0x5407));
+      const zipf = new Zipf(p.prompts, p.zipfExponent);
+      const text = new TextSource(s.seed);
+      const promptOfRank = permutation(p.prompts, new Rng(mix32(s.seed, 0x5408)));
+      const promptTokens = Math.max(1, Math.round(p.promptChars / CHARS_PER_TOKEN));
+      const meanGap = 1000 / (p.ratePerSecond * s.rateMultiplier);
+      let t = rng.exponential(meanGap);
+      for (let i = 0; t < s.durationMs; i++) {
+        const prompt = promptOfRank[zipf.sample(rng)]!;
+        const q = Math.max(1, Math.round(rng.logNormalInt(p.questionMedianChars, 0.5, 16, 400) / CHARS_PER_TOKEN));
+        const out = rng.logNormalInt(p.outputMedianTokens, 0.5, 4, 64);
+        yield {
+          id: `short-prompts-${i}`,
+          arrivalMs: t,
+          outputTokens: out,
+          body: {
+            model: BENCH_MODEL,
+            messages: [
+              { role: "system", content: text.cached(TEXT_NS.shortPrompt, prompt, promptTokens) },
+              { role: "user", content: `${text.once(TEXT_NS.question, i, q)}?` },
+            ],
+            max_tokens: out,
+          },
+        };
+        t += rng.exponential(meanGap);
+      }
+    },
+  };
+}
 
 /* ----------------------------------------------------------------------------------------- */
 /* helpers                                                                                   */

@@ -1,14 +1,14 @@
 /**
- * The built-in workloads, by name: single-turn (`long-context`, `rag`, `hot-prefix`, in
+ * The built-in workloads, by name: single-turn (`long-context`, `rag`, `hot-prefix`, `short-prompts`, in
  * workloads-single-turn.ts) and sessions (`sharegpt`, `agent`, in workloads-sessions.ts).
  */
 import type { Workload } from "./workload.js";
 import { agentWorkload, sharegptWorkload } from "./workloads-sessions.js";
-import { hotPrefixWorkload, longContextWorkload, ragWorkload } from "./workloads-single-turn.js";
+import { hotPrefixWorkload, longContextWorkload, ragWorkload, shortPromptsWorkload } from "./workloads-single-turn.js";
 import { multiTenantWorkload } from "./workloads-tenants.js";
 
 /** Names of the built-in workloads, in the order the default run uses. */
-export const WORKLOAD_NAMES = ["long-context", "sharegpt", "rag", "agent", "hot-prefix", "multi-tenant", "multi-tenant:isolated"] as const;
+export const WORKLOAD_NAMES = ["long-context", "sharegpt", "rag", "agent", "hot-prefix", "multi-tenant", "multi-tenant:isolated", "short-prompts"] as const;
 
 /** A built-in workload name. */
 export type WorkloadName = (typeof WORKLOAD_NAMES)[number];
@@ -30,5 +30,7 @@ export function builtinWorkload(name: WorkloadName): Workload {
       return multiTenantWorkload();
     case "multi-tenant:isolated":
       return multiTenantWorkload({ isolation: "tenant" });
+    case "short-prompts":
+      return shortPromptsWorkload();
   }
 }

@@ -35,6 +35,8 @@ Options:
   --max-num-seqs <n>        running sequences per instance (default 256)
   --default-max-tokens <n>  output tokens when a request sets no limit (default 64)
   --step-jitter <x>         relative noise on each engine step, 0 to below 1, drawn from the seed (default 0)
+  --cache <kind>            paged (vLLM's shared cache, default) or slots (llama.cpp's slots, docs/fleet.md)
+  --slots <n>               with --cache slots: slots per instance (default 4)
   --seed <n>                seed of the fault draws: the same seed fails the same requests (default 0);
                             with --engine llama, seed of the model's weights
   -h, --help                show this help
@@ -76,6 +78,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
         seed: { type: "string" },
         engine: { type: "string" },
         slots: { type: "string" },
+        cache: { type: "string" },
         "context-size": { type: "string" },
         ...FAULT_OPTIONS,
         help: { type: "boolean", short: "h" },
@@ -90,10 +93,12 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     const engineName = values.engine ?? "emulated";
     if (engineName === "llama") return await runLlamaFleet(values, io);
     if (engineName !== "emulated") throw new Error(`--engine expects emulated or llama, got ${engineName}`);
-    for (const flag of ["slots", "context-size"] as const) {
-      if (values[flag] !== undefined) throw new Error(`--${flag} applies to --engine llama only`);
-    }
+    if (values["context-size"] !== undefined) throw new Error("--context-size applies to --engine llama only");
+    const cache = values.cache ?? "paged";
+    if (cache !== "paged" && cache !== "slots") throw new Error(`--cache expects paged or slots, got ${cache}`);
+    if (cache === "paged" && values.slots !== undefined) throw new Error("--slots applies to --cache slots or --engine llama");
     const engine: Partial<EngineConfig> = {};
+    if (cache === "slots") engine.slots = intOption(values, "slots") ?? 4;
     const blocks = intOption(values, "num-gpu-blocks");
     if (blocks !== undefined) engine.numGpuBlocks = blocks;
     const seqs = intOption(values, "max-num-seqs");
@@ -135,7 +140,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
 }
 
 /** Options of the emulated engine, refused with `--engine llama`. */
-const EMULATED_ONLY = ["time-scale", "num-gpu-blocks", "max-num-seqs", "step-jitter", "error-rate", "error-status", "slow", "kill"] as const;
+const EMULATED_ONLY = ["cache", "time-scale", "num-gpu-blocks", "max-num-seqs", "step-jitter", "error-rate", "error-status", "slow", "kill"] as const;
 
 /** `prefix-router fleet --engine llama`: real llama.cpp engines until stopped. */
 async function runLlamaFleet(values: Record<string, unknown>, io: CliIo): Promise<number> {

@@ -26,6 +26,7 @@
  */
 
 import { FleetError } from "./errors.js";
+import { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";
 
 /** Every parameter of the engine model. All times are model milliseconds (before `timeScale`). */
 export interface EngineConfig {
@@ -95,6 +96,20 @@ export interface EngineConfig {
    * @default 0
    */
   stepJitter: number;
+  /**
+   * The prefix cache: 0 for vLLM's paged cache (kv-cache.ts); K ≥ 1 for llama.cpp's slots: K
+   * slots, each holding the prompt it last ran, at most K requests running (`maxNumSeqs` is then
+   * ignored), a request taking the idle slot whose cached prompt shares the most with its own
+   * (tools/fleet/llama/slots.ts). See engine.ts.
+   * @default 0
+   */
+  slots: number;
+  /**
+   * With slots: llama-server's `--slot-prompt-similarity`, the shared fraction of the prompt above
+   * which an idle slot is chosen for what it holds rather than by LRU; 0 chooses by LRU only.
+   * @default 0.1
+   */
+  slotPromptSimilarity: number;
 }
 
 /** The calibrated defaults (Llama 3.1 70B on one ml.p5.48xlarge); see {@link EngineConfig}. */
@@ -111,6 +126,8 @@ export const DEFAULT_ENGINE_CONFIG: Readonly<EngineConfig> = Object.freeze({
   decodeMsPerSeq: 0.04,
   decodeMsPerContextToken: 1.2e-5,
   stepJitter: 0,
+  slots: 0,
+  slotPromptSimilarity: DEFAULT_SLOT_PROMPT_SIMILARITY,
 });
 
 const INTEGER_FIELDS = ["blockSizeTokens", "numGpuBlocks", "maxNumSeqs", "maxNumBatchedTokens", "maxModelLen"] as const;
@@ -151,6 +168,12 @@ export function resolveEngineConfig(...overrides: (Partial<EngineConfig> | undef
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) {
       throw new FleetError("INVALID_ARGUMENT", `Expected \`${key}\` to be a finite number ≥ 0, got ${String(v)}`);
     }
+  }
+  if (!Number.isSafeInteger(config.slots) || config.slots < 0) {
+    throw new FleetError("INVALID_ARGUMENT", `Expected \`slots\` to be an integer ≥ 0 (0: paged cache), got ${String(config.slots)}`);
+  }
+  if (typeof config.slotPromptSimilarity !== "number" || !(config.slotPromptSimilarity >= 0 && config.slotPromptSimilarity < 1)) {
+    throw new FleetError("INVALID_ARGUMENT", `Expected \`slotPromptSimilarity\` to be a number from 0 to below 1, got ${String(config.slotPromptSimilarity)}`);
   }
   if (typeof config.stepJitter !== "number" || !(config.stepJitter >= 0 && config.stepJitter < 1)) {
     throw new FleetError("INVALID_ARGUMENT", `Expected \`stepJitter\` to be a number from 0 to below 1, got ${String(config.stepJitter)}`);

@@ -16,6 +16,17 @@
  * that become ready meanwhile wait for the next step (as in vLLM's engine loop). Output blocks
  * are reserved at admission, so there is no preemption.
  *
+ * Slot mode (`slots` = K ≥ 1), llama.cpp's cache instead of vLLM's: K slots, each holding the
+ * block keys of the prompt it last ran. At most K requests run; an admission takes the idle slot
+ * llama-server's `get_available_slot` would (`chooseSlot` of llama/slots.ts, comparing block keys:
+ * the longest common prefix as a fraction of the prompt's full blocks above
+ * `slotPromptSimilarity`, else the least recently released) and reuses min(common blocks × block
+ * size, prompt − 1) tokens; the FCFS waiting queue is llama-server's. A busy slot is never shared:
+ * a second request for a prompt running in one slot starts cold in another. Steps batch the busy
+ * slots as llama-server does, with the same cost model. Reuse is counted in whole blocks (one
+ * token blocks, `blockSizeTokens: 1`, count as llama.cpp does) and a slot keeps its prompt, not
+ * its output.
+ *
  * The engine never reads a clock: the caller advances it to a time (`advanceTo`), virtual.ts
  * from a discrete-event loop, live.ts from timers scaled by `timeScale`. Same code, same times.
  */
@@ -25,6 +36,7 @@ import { decodeTokenMs, prefillChunkMs } from "./cost-model.js";
 import { FleetError } from "./errors.js";
 import { Histogram, TTFT_BUCKETS_SECONDS } from "./histogram.js";
 import { KvCache } from "./kv-cache.js";
+import { type SlotView, chooseSlot } from "./llama/slots.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 
 /** What the engine needs of a request: the tokenized prompt, not its text. */
@@ -120,7 +132,18 @@ interface Seq {
   chunk: number;
   firstTokenMs: number;
   blocks: Int32Array | null;
+  /** Slot mode: the slot it runs in, −1 if none. */
+  slot: number;
 }
+
+/** One llama.cpp slot (slot mode): the block keys it holds, whether it runs a request, when it was last released. */
+interface EngineSlot extends SlotView {
+  tokens: Float64Array;
+  busy: boolean;
+  lastUsed: number;
+}
+
+const NO_KEYS = new Float64Array(0);
 
 const EV_ADMIT = 0;
 const EV_TOKEN = 1;
@@ -153,12 +176,21 @@ export class Engine {
   private restartCount = 0;
   private nowMs = 0;
   private counters = { requests: 0, completed: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, generationTokens: 0 };
+  /** Slot mode: the slots (empty in paged mode). */
+  private readonly slotList: EngineSlot[];
+  private slotReleases = 0;
 
   constructor(options: EngineOptions) {
     this.id = options.id;
     this.config = resolveEngineConfig(options.config);
-    this.cache = new KvCache(this.config.numGpuBlocks, this.config.blockSizeTokens);
+    this.cache = new KvCache(this.config.slots > 0 ? 1 : this.config.numGpuBlocks, this.config.blockSizeTokens);
     this.random = options.random ?? createRandom(0);
+    this.slotList = Array.from({ length: this.config.slots }, () => ({ tokens: NO_KEYS, busy: false, lastUsed: -1 }));
+  }
+
+  /** Slot mode: the block keys each slot holds (diagnostics and tests); empty in paged mode. */
+  slotKeys(): readonly Float64Array[] {
+    return this.slotList.map((s) => s.tokens);
   }
 
   /** Model time of the last processed event or `advanceTo`. */
@@ -186,6 +218,7 @@ export class Engine {
    */
   restart(): void {
     this.cache.clear();
+    for (const slot of this.slotList) slot.tokens = NO_KEYS;
     this.restartCount++;
   }
 
@@ -214,7 +247,7 @@ export class Engine {
         `This model's maximum context length is ${this.config.maxModelLen} tokens, but ${promptTokens} prompt + ${outputTokens} output tokens were requested`,
       );
     }
-    if (Math.ceil(total / this.config.blockSizeTokens) > this.config.numGpuBlocks) {
+    if (this.config.slots === 0 && Math.ceil(total / this.config.blockSizeTokens) > this.config.numGpuBlocks) {
       throw new FleetError("PROMPT_TOO_LONG", `${total} tokens do not fit in the KV cache (${this.config.numGpuBlocks} blocks)`);
     }
     const arrival = Math.max(tMs, this.nowMs);
@@ -231,6 +264,7 @@ export class Engine {
       chunk: 0,
       firstTokenMs: Number.NaN,
       blocks: null,
+      slot: -1,
     };
     // Keep `pending` sorted by readyAt (equal times in arrival order); usually an append.
     let i = this.pending.length;
@@ -289,8 +323,24 @@ export class Engine {
       ...this.counters,
       running: this.running.length,
       waiting: this.pending.length + this.waiting.length - this.waitingHead,
-      kvUsage: this.cache.usageFraction(),
+      kvUsage: this.slotList.length > 0 ? this.slotUsage() : this.cache.usageFraction(),
     };
+  }
+
+  /** Slot mode: tokens held by every slot ÷ their capacity (`maxModelLen` each), as llama's fleet reports it. */
+  private slotUsage(): number {
+    let held = 0;
+    for (const slot of this.slotList) held += slot.tokens.length * this.config.blockSizeTokens;
+    return held / (this.slotList.length * this.config.maxModelLen);
+  }
+
+  /** Slot mode: frees the slot of `s`, which now holds the prompt's first `blocks` block keys. */
+  private releaseSlot(s: Seq, blocks: number): void {
+    const slot = this.slotList[s.slot]!;
+    slot.busy = false;
+    slot.tokens = s.req.blockKeys.subarray(0, blocks);
+    slot.lastUsed = this.slotReleases++;
+    s.slot = -1;
   }
 
   /** Time-to-first-token histogram in model seconds (vLLM's buckets). */
@@ -347,7 +397,8 @@ export class Engine {
           seqs.push(s);
           if (s.generated >= s.req.outputTokens) {
             s.state = FINISHED;
-            this.cache.release(s.blocks!);
+            if (s.slot >= 0) this.releaseSlot(s, s.req.blockKeys.length);
+            else this.cache.release(s.blocks!);
             s.blocks = null;
             this.counters.completed++;
             kinds.push(EV_DONE);
@@ -380,16 +431,26 @@ export class Engine {
       }
     }
     const bs = cfg.blockSizeTokens;
-    while (budget > 0 && this.running.length < cfg.maxNumSeqs && this.waiting.length > this.waitingHead) {
+    const slotMode = this.slotList.length > 0;
+    const maxSeqs = slotMode ? this.slotList.length : cfg.maxNumSeqs;
+    while (budget > 0 && this.running.length < maxSeqs && this.waiting.length > this.waitingHead) {
       const s = this.waiting[this.waitingHead]!;
       const { blockKeys, promptTokens, outputTokens } = s.req;
-      const hit = this.cache.lookup(blockKeys, promptTokens);
-      const blocks = this.cache.allocate(blockKeys, hit, Math.ceil((promptTokens + outputTokens) / bs));
-      if (blocks === null) break;
+      if (slotMode) {
+        const choice = chooseSlot(this.slotList, blockKeys, cfg.slotPromptSimilarity);
+        if (choice === undefined) break;
+        this.slotList[choice.slot]!.busy = true;
+        s.slot = choice.slot;
+        s.cached = Math.max(0, Math.min(choice.commonPrefix * bs, promptTokens - 1));
+      } else {
+        const hit = this.cache.lookup(blockKeys, promptTokens);
+        const blocks = this.cache.allocate(blockKeys, hit, Math.ceil((promptTokens + outputTokens) / bs));
+        if (blocks === null) break;
+        s.blocks = blocks;
+        s.cached = hit * bs;
+      }
       this.waiting[this.waitingHead++] = undefined as unknown as Seq;
       s.state = RUNNING;
-      s.blocks = blocks;
-      s.cached = hit * bs;
       s.computed = s.cached;
       s.admittedAt = t;
       this.counters.promptTokens += promptTokens;
@@ -427,7 +488,8 @@ export class Engine {
       }
       case RUNNING:
         // Blocks past the computed prompt were never filled: drop their keys.
-        this.cache.release(s.blocks!, Math.floor(s.computed / this.config.blockSizeTokens));
+        if (s.slot >= 0) this.releaseSlot(s, Math.min(s.req.blockKeys.length, Math.floor(s.computed / this.config.blockSizeTokens)));
+        else this.cache.release(s.blocks!, Math.floor(s.computed / this.config.blockSizeTokens));
         s.blocks = null;
         if (!this.inStep) this.running.splice(this.running.indexOf(s), 1);
         break;

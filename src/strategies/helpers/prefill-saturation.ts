@@ -26,52 +26,9 @@
  * the release, whichever comes first — so errors, aborts and retries leave nothing behind.
  */
 import { LRUCache } from "lru-cache";
-import { checkNumber, checkOneOf, describe, orDefault } from "../../internal/validate.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { CHARS_PER_TOKEN } from "../../router/closed-loop.js";
 import { type RoutingMode, promptText } from "../../routing/routing-input.js";
-
-/** What counts as a target's saturation under `prefix-aware`. */
-export type SaturationMeasure = "requests" | "tokens";
-
-/** Options of the `prefix-aware` strategy (`RouterOptions.prefixAware`). */
-export interface PrefixAwareOptions {
-  /**
-   * When a key's replica counts as full and a request spills to the key's next choice:
-   * `"requests"`, at `concurrencyThreshold` requests in flight (SageMaker's rule); `"tokens"`,
-   * also when its uncached prefill tokens in flight, this request's included, would pass its
-   * calibrated peak prefill throughput × `ttftPenaltyMs` (docs/prefix-aware.md, "Saturation in
-   * tokens").
-   * @default "requests"
-   */
-  saturation?: SaturationMeasure;
-  /**
-   * With `saturation: "tokens"`: the time to first token a request may lose queued behind other
-   * requests' prefill on its cache-warm replica before it goes elsewhere, ms. From 1 to 60,000.
-   * @default 250
-   */
-  ttftPenaltyMs?: number;
-}
-
-/** Defaults of {@link PrefixAwareOptions}. */
-export const DEFAULT_PREFIX_AWARE: Readonly<Required<PrefixAwareOptions>> = Object.freeze({ saturation: "requests", ttftPenaltyMs: 250 });
-
-/** @internal Validated options. */
-export type PrefixAwareConfig = Readonly<Required<PrefixAwareOptions>>;
-
-/** @internal Validates `RouterOptions.prefixAware`, naming the option, its range and the value. */
-export function resolvePrefixAwareOptions(options: unknown): PrefixAwareConfig {
-  if (options === undefined) return DEFAULT_PREFIX_AWARE;
-  if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new TypeError(`Expected \`prefixAware\` to be an object, got ${describe(options)}`);
-  }
-  const o = options as PrefixAwareOptions;
-  const d = DEFAULT_PREFIX_AWARE;
-  return Object.freeze({
-    saturation: checkOneOf("prefixAware.saturation", orDefault(o.saturation, d.saturation), ["requests", "tokens"] as const),
-    ttftPenaltyMs: checkNumber("prefixAware.ttftPenaltyMs", orDefault(o.ttftPenaltyMs, d.ttftPenaltyMs), 1, 60_000),
-  });
-}
 
 /** Samples the throughput fit weighs (exponential decay by 1 − 1/FIT_HORIZON per sample). */
 export const FIT_HORIZON = 256;

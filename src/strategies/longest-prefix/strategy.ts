@@ -26,7 +26,7 @@
  * In every mode the last resort is the least queued prefill per weight.
  *
  * Prediction (`../closed-loop.ts`): a pick predicts the blocks its target holds of the request
- * cached. When a target's responses repeatedly report far fewer cached tokens than predicted (it
+ * cached, in tokens at the target's learned characters per token. When a target's responses repeatedly report far fewer cached tokens than predicted (it
  * restarted, or evicted what the index says it holds), its index is cleared: its prefixes stop
  * looking warm there, and their traffic re-spreads as for a target just added.
  *
@@ -37,7 +37,7 @@ import type { RoutingMode } from "../../routing/routing-input.js";
 import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../../router/closed-loop.js";
+import { type ClosedLoopEnv, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../../router/closed-loop.js";
 import { leastLoaded } from "../helpers/fallback.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -69,6 +69,8 @@ interface LongestPrefixPick extends StrategyPick {
 /** A target's index, the prefill queued on it and its run of prediction misses. */
 class Slot implements MissRun {
   misses = 0;
+  /** The target's characters (or bytes) per token, learned from its responses. */
+  readonly ratio = new TokenRatio();
   /**
    * Uncached blocks of the requests routed here that have not yet produced their first byte: the
    * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
@@ -98,6 +100,8 @@ class QueuedPrefill implements Commitment {
     private readonly n: number,
     private readonly predicted: number | undefined,
     private readonly owner: LongestPrefix,
+    /** The whole request's routing input (characters or bytes), `undefined` when the chain stopped at its maximum. */
+    private readonly units: number | undefined,
   ) {
     this.pendingWork = work;
   }
@@ -111,6 +115,7 @@ class QueuedPrefill implements Commitment {
     const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
     if (failed && !sawFirstByte && this.from < this.n) this.slot.blocks.forget(this.keys, this.from);
     this.firstByte();
+    if (outcome === "success") this.slot.ratio.learn(this.units, info?.promptTokens);
     const loop = this.owner.closedLoop;
     if (loop !== undefined && countVerdict(this.slot, judgePrediction(this.predicted, outcome, info, loop.ratio), loop)) {
       this.owner.forget(this.slot, this.keys, this.n);
@@ -183,7 +188,9 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     slot.pending += work;
     // work = the request's blocks (n full + the partial one) − those the target held.
     const from = chain.n + 1 - work;
-    return new QueuedPrefill(slot, work, chain.keys, from, chain.n, pick.predictedCachedTokens, this);
+    const units = chain.length / (this.hasher.blockBytes / this.config.blockSize);
+    const whole = units < this.config.maxInputLength ? units : undefined;
+    return new QueuedPrefill(slot, work, chain.keys, from, chain.n, pick.predictedCachedTokens, this, whole);
   }
 
   /** @internal The closed loop's settings (`undefined`: off). */
@@ -278,7 +285,8 @@ class Placement {
     const rank = r.rankOf(j);
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
     const match = r.match[j] as number;
-    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(match) };
+    const index = this.target(j);
+    return { index, kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(index, match) };
   }
 
   /**
@@ -344,11 +352,11 @@ class Placement {
     // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
-    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
+    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(p.index, this.blocks - work) };
   }
 
-  /** Tokens predicted cached for `match` blocks held. */
-  private predicted(match: number): number {
-    return tokensOf(match * this.blockSize);
+  /** Tokens predicted cached on target i for `match` blocks held. */
+  private predicted(i: number, match: number): number {
+    return (this.slots[i] as Slot).ratio.tokens(match * this.blockSize);
   }
 }
