@@ -33,7 +33,7 @@ function calibrate(router: Router, clock: FakeClock): void {
 
 describe("prefixAware options", () => {
   it("defaults to the request count, with a 250 ms TTFT penalty for tokens", () => {
-    expect(DEFAULTS.prefixAware).toEqual({ saturation: "requests", ttftPenaltyMs: 250 });
+    expect(DEFAULTS.prefixAware).toEqual({ saturation: "requests", ttftPenaltyMs: 250, spreadRunningKeys: "auto" });
   });
 
   it.each([
