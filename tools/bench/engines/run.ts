@@ -151,13 +151,14 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
 }
 
 /**
- * The emulated engine configured like the llama fleet: `slots` sequences at once, the cache of
- * all slots together, the fitted timing. The emulated tokenizer counts 4 characters a token, the
+ * The emulated engine configured like the llama fleet: `slots` slots (llama.cpp's slot cache, as
+ * the emulated engine models it), their context, the fitted timing. The emulated tokenizer counts 4 characters a token, the
  * byte-level engine one: per-token costs are scaled by 4.
  */
 export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSize">, t: EngineTiming): Partial<EngineConfig> {
   const CHARS = 4;
   return {
+    slots: o.slots,
     maxNumSeqs: o.slots,
     maxModelLen: Math.ceil(o.contextSize / CHARS),
     numGpuBlocks: Math.max(1, Math.floor((o.slots * o.contextSize) / CHARS / 16)),
