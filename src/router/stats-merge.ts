@@ -8,6 +8,7 @@
 import { decodeFromCompressedBase64 } from "hdr-histogram-js";
 import { describe } from "../internal/validate.js";
 import { SUMMED, deriveRates, emptyTotals } from "./stats.js";
+import { mergeShadow } from "./shadow.js";
 import type { PrefixIndexStats } from "../strategies/longest-prefix/blocks.js";
 import { type LatencySummary, addInto, summarize } from "./target-state.js";
 import type { RouterStats, TargetStats } from "../types.js";
@@ -48,7 +49,10 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
   totals.ttftMs = mergeLatency(ttft);
   totals.durationMs = mergeLatency(duration);
   const targets = [...byId.values()].map((list) => mergeTarget(list, totals.routed));
-  return indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+  const merged: RouterStats = indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+  const shadow = mergeShadow(parts.map((p) => p.shadow));
+  if (shadow !== undefined) merged.shadow = shadow;
+  return merged;
 }
 
 /** One target's stats from several processes. */

@@ -56,6 +56,11 @@ Options:
   --restart-at T:I[:D]   restart instance I at time T, its cache emptied, down for D first
                          (repeatable), e.g. 10m:i3 or 10m:i3:1m; each strategy also runs
                          without restarts, to measure the recovery
+  --shadow STRATEGY      run STRATEGY as a shadow beside each of prefix-router's strategies:
+                         its picks are computed, never acted on; prints its agreement and
+                         predicted hit rate beside the run
+  --shadow-placement LIST  own,live: whether the shadow's state follows its own picks or the
+                         live placement (default: own)
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
   -q, --quiet            no progress bar
@@ -105,6 +110,8 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.enginePollIntervalsMs && { enginePollIntervalsMs: args.enginePollIntervalsMs }),
       ...(args.redisRttMs !== undefined && { redisRttMs: args.redisRttMs }),
       ...(args.redisRefreshMs !== undefined && { redisRefreshMs: args.redisRefreshMs }),
+      ...(args.shadow !== undefined && { shadow: args.shadow }),
+      ...(args.shadowPlacements && { shadowPlacements: args.shadowPlacements as ("own" | "live")[] }),
       scaleEvents: args.scaleEvents,
       restarts: args.restarts,
       ...(progress && { onProgress: progress.update }),

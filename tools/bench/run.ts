@@ -8,7 +8,7 @@
 import { DEFAULT_ENGINE_CONFIG } from "../fleet/index.js";
 import type { EngineConfig } from "../fleet/index.js";
 import { BenchError } from "../common/errors.js";
-import type { PolicyFactory } from "./policies.js";
+import type { PolicyFactory, ShadowSetting } from "./policies.js";
 import { BENCH_STRATEGIES, policyByName } from "./registry.js";
 import { type RestartEvent, analyzeRestart } from "./restarts.js";
 import { simulate } from "./simulate.js";
@@ -17,7 +17,7 @@ import type { Workload } from "./workload.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 import type { WorkloadName } from "./workloads.js";
 import { DEFAULT_LOAD_VIEW_MODEL, LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
-import { DEFAULTS } from "prefix-router";
+import { DEFAULTS, STRATEGIES } from "prefix-router";
 
 /** Options of {@link runBenchmark}. Every array sweeps: one row per combination. */
 export interface BenchOptions {
@@ -76,6 +76,14 @@ export interface BenchOptions {
   restarts?: readonly RestartEvent[];
   /** Engine parameter overrides for every instance (capacity is set by `capacityTokens`). */
   engine?: Partial<EngineConfig>;
+  /**
+   * A built-in strategy run as a shadow beside each of prefix-router's strategies (`--shadow`):
+   * its picks are computed and never acted on; rows report its agreement and predicted hit rate.
+   * @default none
+   */
+  shadow?: string;
+  /** What the shadow's state follows, one row each. @default ["own"] */
+  shadowPlacements?: readonly ("own" | "live")[];
   /** Called as the runs advance (at most every few thousand requests). */
   onProgress?: (progress: BenchProgress) => void;
 }
@@ -153,6 +161,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs, redisIdleRefreshMs: Math.max(DEFAULT_LOAD_VIEW_MODEL.redisIdleRefreshMs, redisRefreshMs) } });
     else for (const enginePollMs of polls) views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, enginePollMs } });
   }
+  const shadows = shadowSettings(options.shadow, options.shadowPlacements);
   const scaleEvents = [...(options.scaleEvents ?? [])];
   for (const e of scaleEvents) {
     if (!Number.isFinite(e.atMs) || e.atMs < 0 || !Number.isInteger(e.delta) || e.delta === 0) {
@@ -194,7 +203,8 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                   for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
                     for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
                       for (const loadView of factory.usesLoadView === true ? views : [undefined])
-                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }) });
+                        for (const shadow of factory.usesShadow === true ? shadows : [undefined])
+                          runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && { shadow }) });
                 }
                 plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
               }
@@ -231,6 +241,22 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   }
   options.onProgress?.({ run: runCount, runs: runCount, label: "done", fraction: 1 });
   return rows;
+}
+
+/** The shadow settings to sweep: none without a shadow strategy. */
+function shadowSettings(strategy: string | undefined, placements: readonly string[] | undefined): (ShadowSetting | undefined)[] {
+  if (strategy === undefined) {
+    if (placements !== undefined) throw new BenchError("ERR_BENCH_OPTION", "`shadowPlacements` needs `shadow` (a strategy to run as the shadow)");
+    return [undefined];
+  }
+  if (!(STRATEGIES as readonly string[]).includes(strategy)) {
+    throw new BenchError("ERR_BENCH_OPTION", `Unknown shadow strategy \`${strategy}\`; expected one of ${STRATEGIES.join(", ")}`);
+  }
+  const list = placements ?? ["own"];
+  if (!Array.isArray(list) || list.length === 0 || list.some((p) => p !== "own" && p !== "live")) {
+    throw new BenchError("ERR_BENCH_OPTION", `Expected \`shadowPlacements\` to hold own, live, got ${JSON.stringify(list)}`);
+  }
+  return list.map((placement) => ({ strategy: strategy as ShadowSetting["strategy"], placement: placement as ShadowSetting["placement"] }));
 }
 
 function checkList(name: string, values: readonly number[], ok: (v: number) => boolean, expected: string): readonly number[] {

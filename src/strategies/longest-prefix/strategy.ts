@@ -278,7 +278,18 @@ class Placement {
     const rank = r.rankOf(j);
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
     const match = r.match[j] as number;
-    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(match) };
+    return {
+      index: this.target(j),
+      kind,
+      rank,
+      key: r.key,
+      work: this.blocks - match,
+      weight: this.bound.weight,
+      predictedCachedTokens: this.predicted(match),
+      matchedBlocks: match,
+      longestMatchBlocks: r.M,
+      blocks: this.blocks,
+    };
   }
 
   /**
@@ -344,7 +355,8 @@ class Placement {
     // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
-    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
+    const matchedBlocks = this.blocks - work;
+    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(matchedBlocks), matchedBlocks, longestMatchBlocks: r.M, blocks: this.blocks };
   }
 
   /** Tokens predicted cached for `match` blocks held. */
