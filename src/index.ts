@@ -15,6 +15,7 @@ export type { EjectionOptions, RouterOptions } from "./options.js";
 export type {
   Clock,
   Decision,
+  DecisionReason,
   Lease,
   LeaseRecord,
   PickKind,

@@ -59,8 +59,8 @@ Options:
   --shadow STRATEGY      run STRATEGY as a shadow beside each of prefix-router's strategies:
                          its picks are computed, never acted on; prints its agreement and
                          predicted hit rate beside the run
-  --shadow-placement LIST  own,live: whether the shadow's state follows its own picks or the
-                         live placement (default: own)
+  --shadow-placement P   own or live: whether the shadow's state follows its own picks
+                         (what a switch would yield) or the live placement (default: own)
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
   -q, --quiet            no progress bar
@@ -111,7 +111,7 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.redisRttMs !== undefined && { redisRttMs: args.redisRttMs }),
       ...(args.redisRefreshMs !== undefined && { redisRefreshMs: args.redisRefreshMs }),
       ...(args.shadow !== undefined && { shadow: args.shadow }),
-      ...(args.shadowPlacements && { shadowPlacements: args.shadowPlacements as ("own" | "live")[] }),
+      ...(args.shadowPlacement !== undefined && { shadowPlacement: args.shadowPlacement as "own" | "live" }),
       scaleEvents: args.scaleEvents,
       restarts: args.restarts,
       ...(progress && { onProgress: progress.update }),

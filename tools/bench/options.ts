@@ -70,7 +70,7 @@ export interface BenchArgs {
   redisRefreshMs: number | undefined;
   traceFile: string | undefined;
   shadow: string | undefined;
-  shadowPlacements: string[] | undefined;
+  shadowPlacement: string | undefined;
   scaleEvents: ScaleEvent[];
   restarts: RestartEvent[];
   json: string | undefined;
@@ -100,7 +100,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     "redis-refresh": { type: "string" },
     trace: { type: "string" },
     shadow: { type: "string" },
-    "shadow-placement": { type: "string", multiple: true },
+    "shadow-placement": { type: "string" },
     "scale-at": { type: "string", multiple: true },
     "restart-at": { type: "string", multiple: true },
     json: { type: "string" },
@@ -127,7 +127,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     redisRefreshMs: values["redis-refresh"] === undefined ? undefined : parseDuration(values["redis-refresh"] as string, "--redis-refresh"),
     traceFile: values["trace"] as string | undefined,
     shadow: values["shadow"] as string | undefined,
-    shadowPlacements: splitList(strings("shadow-placement")),
+    shadowPlacement: values["shadow-placement"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     restarts: (strings("restart-at") ?? []).map(parseRestartEvent),
     json: values["json"] as string | undefined,

@@ -82,8 +82,11 @@ export interface BenchOptions {
    * @default none
    */
   shadow?: string;
-  /** What the shadow's state follows, one row each. @default ["own"] */
-  shadowPlacements?: readonly ("own" | "live")[];
+  /**
+   * What the shadow's state follows: its own picks or the live placement. One value, not a sweep:
+   * the live rows would repeat and count as extra seeds. @default "own"
+   */
+  shadowPlacement?: "own" | "live";
   /** Called as the runs advance (at most every few thousand requests). */
   onProgress?: (progress: BenchProgress) => void;
 }
@@ -161,7 +164,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs, redisIdleRefreshMs: Math.max(DEFAULT_LOAD_VIEW_MODEL.redisIdleRefreshMs, redisRefreshMs) } });
     else for (const enginePollMs of polls) views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, enginePollMs } });
   }
-  const shadows = shadowSettings(options.shadow, options.shadowPlacements);
+  const shadow = shadowSetting(options.shadow, options.shadowPlacement);
   const scaleEvents = [...(options.scaleEvents ?? [])];
   for (const e of scaleEvents) {
     if (!Number.isFinite(e.atMs) || e.atMs < 0 || !Number.isInteger(e.delta) || e.delta === 0) {
@@ -203,8 +206,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                   for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
                     for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
                       for (const loadView of factory.usesLoadView === true ? views : [undefined])
-                        for (const shadow of factory.usesShadow === true ? shadows : [undefined])
-                          runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && { shadow }) });
+                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && factory.usesShadow === true && { shadow }) });
                 }
                 plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs });
               }
@@ -243,20 +245,18 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   return rows;
 }
 
-/** The shadow settings to sweep: none without a shadow strategy. */
-function shadowSettings(strategy: string | undefined, placements: readonly string[] | undefined): (ShadowSetting | undefined)[] {
+/** The shadow setting: none without a shadow strategy. */
+function shadowSetting(strategy: string | undefined, placement: string | undefined): ShadowSetting | undefined {
   if (strategy === undefined) {
-    if (placements !== undefined) throw new BenchError("ERR_BENCH_OPTION", "`shadowPlacements` needs `shadow` (a strategy to run as the shadow)");
-    return [undefined];
+    if (placement !== undefined) throw new BenchError("ERR_BENCH_OPTION", "`shadowPlacement` needs `shadow` (a strategy to run as the shadow)");
+    return undefined;
   }
   if (!(STRATEGIES as readonly string[]).includes(strategy)) {
     throw new BenchError("ERR_BENCH_OPTION", `Unknown shadow strategy \`${strategy}\`; expected one of ${STRATEGIES.join(", ")}`);
   }
-  const list = placements ?? ["own"];
-  if (!Array.isArray(list) || list.length === 0 || list.some((p) => p !== "own" && p !== "live")) {
-    throw new BenchError("ERR_BENCH_OPTION", `Expected \`shadowPlacements\` to hold own, live, got ${JSON.stringify(list)}`);
-  }
-  return list.map((placement) => ({ strategy: strategy as ShadowSetting["strategy"], placement: placement as ShadowSetting["placement"] }));
+  const where = placement ?? "own";
+  if (where !== "own" && where !== "live") throw new BenchError("ERR_BENCH_OPTION", `Expected \`shadowPlacement\` to be own or live, got ${JSON.stringify(where)}`);
+  return { strategy: strategy as ShadowSetting["strategy"], placement: where };
 }
 
 function checkList(name: string, values: readonly number[], ok: (v: number) => boolean, expected: string): readonly number[] {
