@@ -162,6 +162,20 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default off
    */
   healthCheck?: HealthCheckOptions<T> | boolean;
+  /**
+   * A strategy that also picks for every request, with state of its own, and is never acted on
+   * (a built-in's name, or like `strategy` an object or a factory; pass a factory, not an object
+   * the live router also uses, so that its state is its own): `stats().shadow` reports how often it agrees with the live pick and the hit rate it
+   * predicts (docs/observability.md#shadow).
+   * @default undefined — no shadow
+   */
+  shadow?: StrategySpec<T>;
+  /**
+   * What the shadow's state follows: `"own"`, its own picks (as if it had routed: what a switch
+   * would yield), or `"live"`, where requests really went.
+   * @default "own"
+   */
+  shadowPlacement?: "own" | "live";
 }
 
 export const DEFAULT_MODE: RoutingMode = "text";
@@ -194,6 +208,7 @@ export interface Config<T extends TargetSpec> {
   closedLoop: ClosedLoopConfig;
   telemetry: TelemetryConfig;
   background: BackgroundConfig<T>;
+  shadow: { strategy: StrategySpec<T>; placement: "own" | "live" } | undefined;
   /** An adapter's check of its own target fields, run on every target set however it arrives (`setTargets`, membership). */
   targetCheck: ((targets: unknown) => void) | undefined;
 }
@@ -273,8 +288,15 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     closedLoop: resolveClosedLoop(o.closedLoop),
     telemetry: checkTelemetry(o.telemetry),
     background: resolveBackground<T>(o),
+    shadow: checkShadow<T>(o.shadow, o.shadowPlacement),
     targetCheck: (o as { [TARGET_CHECK]?: (targets: unknown) => void })[TARGET_CHECK],
   };
+}
+
+/** `shadow` a built-in strategy's name; `shadowPlacement` (checked even without a shadow) `"own"` or `"live"`. */
+function checkShadow<T extends TargetSpec>(shadow: unknown, placement: unknown): Config<T>["shadow"] {
+  const where = checkOneOf("shadowPlacement", orDefault(placement, "own"), ["own", "live"] as const);
+  return shadow === undefined ? undefined : { strategy: checkStrategySpec<T>(shadow, "shadow"), placement: where };
 }
 
 /** @internal Validates a target list; throws TypeError/RangeError naming the offending entry. */

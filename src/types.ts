@@ -64,6 +64,45 @@ export interface RouteOptions {
    * @default undefined — the strategy picks
    */
   target?: string;
+  /**
+   * Compute {@link Lease.reason}: why this target was picked. Off by default, so a decision
+   * nobody explains allocates nothing for it (`onDecision` always gets a reason).
+   * @default false
+   */
+  explain?: boolean;
+}
+
+/**
+ * Why a pick went where it went: its kind and the figures that decided it
+ * (docs/observability.md#decision-reasons). Figures a strategy does not have are absent.
+ */
+export interface DecisionReason {
+  kind: PickKind;
+  /** Position of the chosen target in the key's ranking (0 = first choice). */
+  rank: number;
+  /** Requests in flight on the chosen target when it was picked, this one not counted (the shared view's figure under one). */
+  inflight: number;
+  /** The router's `concurrencyThreshold`. */
+  threshold: number;
+  /** The key's first choice, when the pick went elsewhere. */
+  preferred?: string;
+  /** Requests in flight on {@link DecisionReason.preferred} at the decision. */
+  preferredInflight?: number;
+  /**
+   * Why {@link DecisionReason.preferred} was passed over: `"excluded"` (this request tried it),
+   * `"ejected"` (ejected or failing health checks), `"full"` (at the threshold, or at this
+   * process's share of it under a shared load view), `"load"` (open, but the strategy's own load
+   * rule chose another: bounded load, queued prefill, two choices).
+   */
+  passedOver?: "excluded" | "ejected" | "full" | "load";
+  /** Prompt tokens predicted cached on the chosen target (prefix-aware, longest-prefix). */
+  predictedCachedTokens?: number;
+  /** `longest-prefix`: leading blocks of the request the chosen target holds. */
+  matchedBlocks?: number;
+  /** `longest-prefix`: the most leading blocks any eligible target holds. */
+  longestMatchBlocks?: number;
+  /** `longest-prefix`: the request's blocks (the last one partial). */
+  blocks?: number;
 }
 
 /**
@@ -109,6 +148,8 @@ export interface Decision<T extends TargetSpec = TargetSpec> {
    * docs/observability.md, "Predicted cached tokens"); `undefined` when it makes no prediction.
    */
   predictedCachedTokens: number | undefined;
+  /** Why the target was picked: the figures that decided. */
+  reason: DecisionReason;
 }
 
 /**
@@ -125,6 +166,8 @@ export interface Lease<T extends TargetSpec = TargetSpec> {
   readonly input: InputKind;
   /** Prompt tokens the strategy expects the target to serve from its prefix cache; `undefined`: no prediction. */
   readonly predictedCachedTokens: number | undefined;
+  /** Why the target was picked, when the route asked ({@link RouteOptions.explain}) or `onDecision` is set; else `undefined`. */
+  readonly reason: DecisionReason | undefined;
   /** True once released. */
   readonly released: boolean;
   /**
@@ -239,6 +282,44 @@ export interface RouterStats {
   membership?: MembershipStats;
   /** Response affinity of the OpenAI adapter (Responses API); present only there, when it is on. */
   responseAffinity?: ResponseAffinityStats;
+  /** The shadow strategy's figures; present only with the `shadow` option. */
+  shadow?: ShadowStats;
+}
+
+/**
+ * What `stats().shadow` reports: another strategy's picks computed beside the live ones and
+ * never acted on (docs/observability.md#shadow). Hit rates are over the responses that
+ * reported token usage; a prediction counts at most the response's prompt tokens.
+ */
+export interface ShadowStats {
+  /** The shadow strategy's name. */
+  strategy: string;
+  /** Whether the shadow's state follows its own picks or the live placement. */
+  placement: "own" | "live";
+  /** Requests the shadow picked for (first attempts routed by the strategy). */
+  decisions: number;
+  /** Of those, the ones where it picked the live target. */
+  agreements: number;
+  /** agreements / decisions; `null` before any. */
+  agreementRate: number | null;
+  /** Responses that reported token usage. */
+  responses: number;
+  promptTokens: number;
+  /** Cached tokens the servers reported for those responses. */
+  cachedTokens: number;
+  livePredictedCachedTokens: number;
+  shadowPredictedCachedTokens: number;
+  /** cachedTokens / promptTokens: what the live strategy measured. */
+  liveHitRate: number | null;
+  /** livePredictedCachedTokens / promptTokens. */
+  livePredictedHitRate: number | null;
+  /** shadowPredictedCachedTokens / promptTokens: what switching would be expected to yield. */
+  shadowPredictedHitRate: number | null;
+  /** shadowPredictedHitRate − livePredictedHitRate. */
+  predictedHitRateDifference: number | null;
+  /** Exceptions the shadow strategy threw (counted, never thrown). */
+  errors: number;
+  lastError: string | null;
 }
 
 /** The key's ranking of eligible targets, as {@link Router.rank} returns it. */

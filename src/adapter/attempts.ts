@@ -29,7 +29,8 @@ export type AttemptFacts = Omit<RequestFacts, "strategy">;
  * Runs `send` on up to `maxAttempts` targets, with the trace-context headers to put on the
  * attempt's request. `send` owns the lease on success (it releases it when the response has
  * been consumed); on a thrown error the lease is released here. With `target`, every attempt
- * goes to that target (`route(…, { target })`: response affinity).
+ * goes to that target (`route(…, { target })`: response affinity). `explain`: the caller shows each
+ * lease's reason (a response header); a recording span asks for it too.
  */
 export async function withAttempts<T extends TargetSpec, R>(
   router: Router<T>,
@@ -39,15 +40,17 @@ export async function withAttempts<T extends TargetSpec, R>(
   judge: (error: unknown) => AttemptFailure,
   facts: AttemptFacts,
   target?: string,
+  explain = false,
 ): Promise<R> {
   const tried = new Set<string>();
   // Read once: every attempt routes the same prepared request (no second parse or hash).
   const prepared = router.prepare(request);
   const trace = telemetryOf(router).request({ ...facts, strategy: router.strategy });
+  const explains = explain || trace.explains;
   for (let attempt = 1; ; attempt++) {
     let lease: Lease<T>;
     try {
-      lease = trace.attempt(router.route(prepared, target === undefined ? { exclude: tried, attempt } : { attempt, target }));
+      lease = trace.attempt(router.route(prepared, target === undefined ? { exclude: tried, attempt, explain: explains } : { attempt, target, explain: explains }));
     } catch (error) {
       trace.failed(undefined, "cancelled", error, true);
       throw error;

@@ -20,12 +20,20 @@
  */
 import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
 import { scannerFor } from "../adapter/usage.js";
+import { encodeReason } from "../router/reason.js";
 import { responseBodyScanner } from "./responses.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
 /** Response header naming the target that served a routed request; added only with the `targetHeader` option. */
 export const TARGET_HEADER = "x-prefix-router-target";
+
+/**
+ * Response header giving why the target was picked (`Lease.reason` in its compact form,
+ * docs/observability.md#the-reason-header); added only with the `explainHeader` option, and only
+ * to the response the caller sees — never to the request sent to the target.
+ */
+export const REASON_HEADER = "x-prefix-router-reason";
 
 /** @internal Per-request context for {@link trackResponse}. */
 export interface TrackContext<T extends OpenAITarget> {
@@ -37,6 +45,8 @@ export interface TrackContext<T extends OpenAITarget> {
   report: ((info: RoutedRequestInfo<T>) => void) | undefined;
   /** Add {@link TARGET_HEADER} to the response. */
   targetHeader: boolean;
+  /** Add {@link REASON_HEADER} to the response. */
+  reasonHeader: boolean;
   /** Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's id. */
   responses?: { onId: ((id: string) => void) | undefined } | undefined;
 }
@@ -142,7 +152,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
 
   if (reader === undefined) {
     leased.end();
-    return rewrap(response, null, ctx.targetHeader ? lease.target.id : undefined);
+    return rewrap(response, null, headersOf(ctx));
   }
 
   const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
@@ -164,7 +174,7 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     { highWaterMark: 0 },
   );
   leased.attach(body, signal);
-  return rewrap(response, body, ctx.targetHeader ? lease.target.id : undefined);
+  return rewrap(response, body, headersOf(ctx));
 }
 
 /** What a read ahead needs: the leased body, and the wrapper's controller held weakly. */
@@ -209,10 +219,17 @@ function readAhead(pump: Pump): void {
 /** The source of a response without a body: ended before anyone reads. */
 const EMPTY = { read: async () => ({ done: true as const }), close: async () => {} };
 
-/** `response` with `body`, and with {@link TARGET_HEADER} naming `targetId` when one is given. */
-function rewrap(response: Response, body: ReadableStream<Uint8Array> | null, targetId: string | undefined): Response {
+/** The headers the options add to a routed response: {@link TARGET_HEADER}, {@link REASON_HEADER}. */
+function headersOf<T extends OpenAITarget>(ctx: TrackContext<T>): { target: string | undefined; reason: string | undefined } {
+  const reason = ctx.reasonHeader ? ctx.lease.reason : undefined;
+  return { target: ctx.targetHeader ? ctx.lease.target.id : undefined, reason: reason === undefined ? undefined : encodeReason(reason) };
+}
+
+/** `response` with `body`, and with the headers the options add. */
+function rewrap(response: Response, body: ReadableStream<Uint8Array> | null, added: { target: string | undefined; reason: string | undefined }): Response {
   const headers = new Headers(response.headers);
-  if (targetId !== undefined) headers.set(TARGET_HEADER, targetId);
+  if (added.target !== undefined) headers.set(TARGET_HEADER, added.target);
+  if (added.reason !== undefined) headers.set(REASON_HEADER, added.reason);
   let out: Response;
   try {
     out = new Response(body, { status: response.status, statusText: response.statusText, headers });

@@ -12,7 +12,7 @@ export { DEFAULT_REDIRECT, MAX_REDIRECTS } from "./redirects.js";
 export type { OpenAITenantRequest } from "./tenant.js";
 export { DEFAULT_ISOLATION } from "../adapter/tenant.js";
 export type { TenantIsolation, TenantOptions } from "../adapter/tenant.js";
-export { TARGET_HEADER } from "./body.js";
+export { REASON_HEADER, TARGET_HEADER } from "./body.js";
 export { DEFAULT_RESPONSE_AFFINITY } from "./responses.js";
 export type { ResponseAffinityOptions } from "./responses.js";
 export { DEFAULT_RESPONSE_STORE } from "./response-store.js";

@@ -93,6 +93,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   const sending: Sending = {
     redirect: checkRedirect(options.redirect),
     targetHeader: options.targetHeader === undefined ? false : checkBoolean("targetHeader", options.targetHeader),
+    reasonHeader: options.explainHeader === undefined ? false : checkBoolean("explainHeader", options.explainHeader),
   };
   const {
     fetch: _fetch,
@@ -101,6 +102,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     onRequestEnd: _onRequestEnd,
     redirect: _redirect,
     targetHeader: _targetHeader,
+    explainHeader: _explainHeader,
     tenant: _tenant,
     isolation: _isolation,
     cacheSaltSecret: _cacheSaltSecret,
@@ -129,6 +131,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
 interface Sending {
   redirect: RedirectPolicy;
   targetHeader: boolean;
+  reasonHeader: boolean;
 }
 
 /**
@@ -190,6 +193,7 @@ class RoutedSender<T extends OpenAITarget> {
         (error) => judgeFetchError(error, out.signal),
         this.factsOf(out, relative),
         pinned,
+        this.sending.reasonHeader,
       );
     } catch (error) {
       if (this.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
@@ -232,6 +236,7 @@ class RoutedSender<T extends OpenAITarget> {
       registry: this.registry,
       report: this.report,
       targetHeader: this.sending.targetHeader,
+      reasonHeader: this.sending.reasonHeader,
       responses: call?.creates === true ? { onId: this.rememberer(lease.target.id) } : undefined,
     });
   }

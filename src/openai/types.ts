@@ -114,6 +114,14 @@ export interface RoutedFetchOptions<T extends OpenAITarget = OpenAITarget> exten
    */
   targetHeader?: boolean;
   /**
+   * Add an `x-prefix-router-reason` header ({@link REASON_HEADER}) to every routed response:
+   * why its target was picked, as `name=value` pairs (docs/observability.md#the-reason-header).
+   * For debugging; it is never sent to the target. Off by default for the same reason as
+   * `targetHeader`: it tells whoever sees the response where the prompt went and how loaded it was.
+   * @default false
+   */
+  explainHeader?: boolean;
+  /**
    * Response affinity for the Responses API: a request that refers to a stored response
    * (`previous_response_id`, `/responses/{id}`) goes to the target that served it, as vLLM keeps
    * stored responses in that replica's memory. Ids are remembered per routed fetch, at most

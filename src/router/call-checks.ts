@@ -4,7 +4,7 @@
  * the value, like the constructor's. A call with an invalid argument throws before it changes
  * anything.
  */
-import { checkInteger, checkOneOf, describe } from "../internal/validate.js";
+import { checkBoolean, checkInteger, checkOneOf, describe } from "../internal/validate.js";
 import type { LeaseOutcome, ReleaseInfo, RouteOptions } from "../types.js";
 
 /** Every {@link LeaseOutcome}. */
@@ -17,17 +17,19 @@ const MAX_ATTEMPT = 1024;
 export interface CheckedRouteOptions {
   exclude: ReadonlySet<string> | undefined;
   attempt: number;
+  explain: boolean;
 }
 
 /** Validates `route`'s options: `attempt` an integer from 1 to 1024, `exclude` a Set or an array of ids. */
 export function checkRouteOptions(options: unknown): CheckedRouteOptions {
-  if (options === undefined) return { exclude: undefined, attempt: 1 };
+  if (options === undefined) return { exclude: undefined, attempt: 1, explain: false };
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`Expected route options to be an object like { exclude?, attempt?, target? }, got ${describe(options)}`);
   }
   const o = options as RouteOptions;
   const attempt = o.attempt === undefined ? 1 : checkInteger("attempt", o.attempt, 1, MAX_ATTEMPT);
-  return { exclude: checkExclude(o.exclude), attempt };
+  const explain = o.explain === undefined ? false : checkBoolean("explain", o.explain);
+  return { exclude: checkExclude(o.exclude), attempt, explain };
 }
 
 function checkExclude(exclude: unknown): ReadonlySet<string> | undefined {

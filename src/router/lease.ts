@@ -8,12 +8,15 @@ import type { InputKind } from "../routing/raw-prefix.js";
 import { hexKey } from "../internal/hex.js";
 import type { Commitment } from "../strategies/strategy.js";
 import type { TargetState } from "./target-state.js";
-import type { Lease, LeaseOutcome, LeaseRecord, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
+import type { ShadowTicket } from "./shadow.js";
+import type { DecisionReason, Lease, LeaseOutcome, LeaseRecord, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
 
 /** What a lease reports back to its router. */
 export interface LeaseOwner {
   now(): number;
   finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void;
+  /** The shadow strategy's pick for the same request reached its first byte too. */
+  shadowFirstByte(ticket: ShadowTicket): void;
 }
 
 export class RouterLease<T extends TargetSpec> implements Lease<T> {
@@ -21,6 +24,8 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
   private firstByteSeen = false;
   /** Time to the first byte, ms; `null` before it. */
   ttftMs: number | null = null;
+  /** The shadow strategy's pick for the same request (`RouterOptions.shadow`). */
+  shadowTicket: ShadowTicket | undefined = undefined;
 
   constructor(
     private readonly owner: LeaseOwner,
@@ -38,7 +43,13 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
     /** The strategy's hooks for this pick (`longest-prefix`: the prefill it queued). */
     private readonly commitment: Commitment | undefined,
     readonly input: InputKind = "canonical",
+    readonly reason: DecisionReason | undefined = undefined,
   ) {}
+
+  /** Whether the answer's first byte arrived. */
+  get sawFirstByte(): boolean {
+    return this.firstByteSeen;
+  }
 
   /** Formatted when read: most leases are never asked for their key. */
   get key(): string | undefined {
@@ -58,6 +69,7 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
     if (this.firstByteSeen || this.done) return;
     this.firstByteSeen = true;
     this.commitment?.firstByte?.();
+    if (this.shadowTicket !== undefined) this.owner.shadowFirstByte(this.shadowTicket);
     this.ttftMs = this.owner.now() - this.startMs;
     this.state.recordTtft(this.ttftMs);
   }

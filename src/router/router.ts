@@ -28,8 +28,11 @@ import { type BuiltInEnv, createStrategy } from "../strategies/index.js";
 import { PrefixAware, type PrefixKey } from "../strategies/prefix-aware.js";
 import type { Commitment, RoutingStrategy, StrategyPick, StrategyRequest, StrategySpec } from "../strategies/strategy.js";
 import { TargetState } from "./target-state.js";
+import { explainPick } from "./reason.js";
+import { Shadow, type ShadowTicket } from "./shadow.js";
 import { TELEMETRY, loadTelemetry } from "../telemetry/load.js";
 import type {
+  DecisionReason,
   Lease,
   LeaseOutcome,
   PreparedRequest,
@@ -92,6 +95,18 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
   };
   const strategy = createStrategy(config.strategy, env);
+  // The shadow's own instance: its closed loop off (the responses come from the live targets) and
+  // its forgetting never reported as the router's.
+  const shadow =
+    config.shadow === undefined
+      ? undefined
+      : new Shadow<T>(
+          createStrategy<T>(config.shadow.strategy, { ...env, closedLoop: undefined, forgot: () => {} }),
+          config.shadow.placement,
+          config.seed,
+          mode,
+          Math.max(prefixLength, config.longestPrefix.maxInputLength),
+        );
   const events = new RouterEvents(config.logger, telemetry, strategy.name, config.concurrencyThreshold);
   if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
     events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
@@ -100,7 +115,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     events.ignored(`\`prefixAware\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
   try {
-    router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events, background);
+    router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events, background, shadow);
     await background.start(router);
   } catch (error) {
     // Targets a background feature cannot use, or a failed first membership refresh: nothing
@@ -152,6 +167,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     private readonly events: RouterEvents,
     /** Load view, membership and health checks (background.ts). */
     private readonly background: Background<T>,
+    /** The shadow strategy (`RouterOptions.shadow`), never acted on. */
+    private readonly shadow: Shadow<T> | undefined = undefined,
   ) {
     this.strategy = impl.name;
     Object.defineProperty(this, TELEMETRY, { value: events.telemetry });
@@ -197,6 +214,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     this.snapshot = new Snapshot(list, states, (id) => this.hasher.targetHash(id));
     this.background.install(list);
     this.impl.setTargets?.(list);
+    this.shadow?.setTargets(list);
     this.events.targetsSet(list, this.impl.read !== undefined);
   }
 
@@ -205,15 +223,28 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   route(request: RouteRequest | PreparedRequest, options?: RouteOptions): Lease<T> {
-    const { exclude, attempt } = checkRouteOptions(options);
+    const { exclude, attempt, explain } = checkRouteOptions(options);
     const snap = this.snapshot;
     const prepared = this.read(request);
     const now = this.config.clock.now();
-    if (options?.target !== undefined) return this.routeTo(options.target, prepared, attempt, now);
+    if (options?.target !== undefined) return this.routeTo(options.target, prepared, attempt, now, explain);
     const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random, this.background.reader?.current());
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
-    return this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input), exclude !== undefined);
+    // The shadow picks on the same view, after the live pick, and only for a first attempt.
+    const shadow = this.shadow;
+    const shadowPick = shadow === undefined || exclude !== undefined ? undefined : shadow.pick(view, prepared);
+    const reason = explain || this.config.onDecision !== undefined ? explainPick(view, pick, () => this.firstChoice(view, prepared)) : undefined;
+    const lease = this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input), exclude !== undefined, reason);
+    if (shadowPick !== undefined) lease.shadowTicket = shadow?.commit(view, shadowPick, pick);
+    return lease;
+  }
+
+  /** The key's first choice, ignoring load: for a reason's `preferred` (called only when a pick went elsewhere). */
+  private firstChoice(view: DecisionView<T>, prepared: Prepared<T>): number | undefined {
+    if (this.impl.rank !== undefined) return this.impl.rank(view, this.inputOf(prepared)).order[0];
+    prepared.rankingKey ??= this.readInput(prepared, (p) => this.defaultRanking.read(p));
+    return this.defaultRanking.rank(view, prepared.rankingKey).order[0];
   }
 
   /** Announces a pick (`onDecision`), commits it and opens its lease: the one way a target is taken. */
@@ -225,7 +256,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     now: number,
     commit: () => Commitment | undefined,
     retry = false,
-  ): Lease<T> {
+    reason: DecisionReason | undefined = undefined,
+  ): RouterLease<T> {
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
     const { key, predictedCachedTokens } = pick;
@@ -241,6 +273,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       atMs: now,
       input: prepared.inputKind,
       predictedCachedTokens,
+      reason: reason as DecisionReason,
     });
     const commitment = this.background.queued(state.id, pick.work, commit());
     state.inflight++;
@@ -248,11 +281,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
     this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.spillCauses, retry);
-    return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment, prepared.inputKind);
+    return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment, prepared.inputKind, reason);
   }
 
   /** The pick the caller named: no strategy, no commitment; see {@link RouteOptions.target}. */
-  private routeTo(id: string, prepared: Prepared<T>, attempt: number, now: number): Lease<T> {
+  private routeTo(id: string, prepared: Prepared<T>, attempt: number, now: number, explain: boolean): Lease<T> {
     if (typeof id !== "string") throw new TypeError(`Expected \`target\` to be a target id (a string), got ${describe(id)}`);
     const snap = this.snapshot;
     const index = snap.targets.findIndex((t) => t.id === id);
@@ -265,7 +298,11 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
           : `Target ${JSON.stringify(id)} no longer serves model ${quoteShort(prepared.model, 128)}`,
       );
     }
-    return this.take(snap, { index, kind: "affinity", rank: 0 }, prepared, attempt, now, () => undefined);
+    const reason: DecisionReason | undefined =
+      explain || this.config.onDecision !== undefined
+        ? { kind: "affinity", rank: 0, inflight: (snap.states[index] as TargetState).inflight, threshold: this.concurrencyThreshold }
+        : undefined;
+    return this.take(snap, { index, kind: "affinity", rank: 0 }, prepared, attempt, now, () => undefined, false, reason);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
@@ -403,7 +440,13 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     }
     const { kind, model, ttftMs } = lease;
     this.events.released({ targetId: state.id, strategy: this.strategy, kind, outcome, model, durationMs, ttftMs, info, predictedCachedTokens: predicted, verdict });
+    if (lease.shadowTicket !== undefined) this.shadow?.released(lease.shadowTicket, outcome, lease.sawFirstByte, info);
     if (!state.active && state.inflight === 0 && this.statesById.get(state.id) === state) this.statesById.delete(state.id);
+  }
+
+  /** @internal */
+  shadowFirstByte(ticket: ShadowTicket): void {
+    this.shadow?.firstByte(ticket);
   }
 
   /** @internal */
@@ -412,7 +455,9 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   stats(): RouterStats {
-    return { ...buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
+    const stats: RouterStats = { ...buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
+    if (this.shadow !== undefined) stats.shadow = this.shadow.stats();
+    return stats;
   }
 
   /** @internal Active health checks take target `id` out, or bring it back. */

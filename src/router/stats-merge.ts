@@ -8,6 +8,7 @@
 import { decodeFromCompressedBase64 } from "hdr-histogram-js";
 import { describe } from "../internal/validate.js";
 import { SUMMED, deriveRates, emptyTotals } from "./stats.js";
+import { mergeShadow } from "./shadow.js";
 import type { PrefixIndexStats } from "../strategies/longest-prefix/blocks.js";
 import { type LatencySummary, addInto, summarize } from "./target-state.js";
 import type { ResponseAffinityStats, ResponseStoreStats, RouterStats, TargetStats } from "../types.js";
@@ -52,6 +53,8 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
   const targets = [...byId.values()].map((list) => mergeTarget(list, totals.routed));
   const merged: RouterStats = indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
   if (affinities.length > 0) merged.responseAffinity = mergeAffinity(affinities);
+  const shadow = mergeShadow(parts.map((p) => p.shadow));
+  if (shadow !== undefined) merged.shadow = shadow;
   return merged;
 }
 

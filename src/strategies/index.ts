@@ -32,12 +32,12 @@ export const STRATEGIES: readonly Strategy[] = Object.freeze(["random", "least-o
 /** @default "prefix-aware" */
 export const DEFAULT_STRATEGY: Strategy = "prefix-aware";
 
-/** @internal Validates `RouterOptions.strategy`: a built-in name, a strategy object or a factory. */
-export function checkStrategySpec<T extends TargetSpec>(spec: unknown): StrategySpec<T> {
+/** @internal Validates `RouterOptions.strategy` (or the option `name`): a built-in name, a strategy object or a factory. */
+export function checkStrategySpec<T extends TargetSpec>(spec: unknown, name = "strategy"): StrategySpec<T> {
   if (spec === undefined) return DEFAULT_STRATEGY;
   if (typeof spec === "function") return spec as StrategySpec<T>;
-  if (spec !== null && typeof spec === "object") return checkStrategyObject("strategy", spec) as RoutingStrategy<T>;
-  return checkOneOf("strategy", spec, STRATEGIES);
+  if (spec !== null && typeof spec === "object") return checkStrategyObject(name, spec) as RoutingStrategy<T>;
+  return checkOneOf(name, spec, STRATEGIES);
 }
 
 const OPTIONAL_METHODS = ["read", "rank", "commit", "setTargets", "stats"] as const;

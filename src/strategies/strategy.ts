@@ -98,6 +98,14 @@ export interface StrategyPick {
    * it to the fleet-wide figure other routers read through {@link PickContext.othersQueuedWork}.
    */
   readonly work?: number;
+  /**
+   * Figures reported in the decision's reason (`Decision.reason`), for a strategy that matches
+   * blocks (`longest-prefix`): leading blocks of the request the chosen target holds, the most
+   * any candidate holds, and the request's blocks.
+   */
+  readonly matchedBlocks?: number;
+  readonly longestMatchBlocks?: number;
+  readonly blocks?: number;
 }
 
 /** A ranking of candidates, best first, ignoring load. */

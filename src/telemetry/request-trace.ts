@@ -9,7 +9,7 @@
  */
 import type * as Api from "@opentelemetry/api";
 import type { InputKind } from "../routing/raw-prefix.js";
-import type { Clock, Lease, LeaseOutcome, LeaseRecord, ReleaseInfo, TargetSpec } from "../types.js";
+import type { Clock, DecisionReason, Lease, LeaseOutcome, LeaseRecord, ReleaseInfo, TargetSpec } from "../types.js";
 import type { RequestFacts, RequestTrace, TextMapPropagatorLike } from "./telemetry.js";
 
 /** The `@opentelemetry/api` module, as `import()` returns it. */
@@ -42,6 +42,21 @@ export const ATTR = {
   serverPort: "server.port",
   errorType: "error.type",
 } as const;
+
+/** Span attributes of a decision's reason (`Lease.reason`): `prefix_router.reason.<field in snake case>`. */
+export const REASON_ATTR = {
+  kind: "prefix_router.reason.kind",
+  rank: "prefix_router.reason.rank",
+  inflight: "prefix_router.reason.inflight",
+  threshold: "prefix_router.reason.threshold",
+  preferred: "prefix_router.reason.preferred",
+  preferredInflight: "prefix_router.reason.preferred_inflight",
+  passedOver: "prefix_router.reason.passed_over",
+  predictedCachedTokens: "prefix_router.reason.predicted_cached_tokens",
+  matchedBlocks: "prefix_router.reason.matched_blocks",
+  longestMatchBlocks: "prefix_router.reason.longest_match_blocks",
+  blocks: "prefix_router.reason.blocks",
+} as const satisfies Record<keyof DecisionReason, string>;
 
 /** Bucket boundaries the GenAI conventions advise. */
 const DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -105,6 +120,10 @@ export class OtelRequestTrace implements RequestTrace {
     const name = facts.model === undefined ? facts.operation : `${facts.operation} ${facts.model}`;
     this.span = tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes }, parent);
     this.context = api.trace.setSpan(parent, this.span);
+  }
+
+  get explains(): boolean {
+    return this.span.isRecording();
   }
 
   run<R>(send: () => Promise<R>): Promise<R> {
@@ -173,6 +192,13 @@ export class OtelRequestTrace implements RequestTrace {
     };
     if (lease.key !== undefined) attributes[ATTR.routingKey] = lease.key;
     if (lease.predictedCachedTokens !== undefined) attributes[ATTR.predicted] = lease.predictedCachedTokens;
+    const reason = lease.reason;
+    if (reason !== undefined) {
+      for (const name of Object.keys(REASON_ATTR) as (keyof DecisionReason)[]) {
+        const value = reason[name];
+        if (value !== undefined) attributes[REASON_ATTR[name]] = value;
+      }
+    }
     return attributes;
   }
 
@@ -266,6 +292,9 @@ class TracedLease<T extends TargetSpec> implements Lease<T> {
   }
   get input(): InputKind {
     return this.inner.input;
+  }
+  get reason(): DecisionReason | undefined {
+    return this.inner.reason;
   }
   get released(): boolean {
     return this.inner.released;

@@ -74,6 +74,8 @@ export interface RequestFacts {
 
 /** One routed request, from its first attempt to the end of its response. */
 export interface RequestTrace {
+  /** Whether the trace records the decision's reason (its span is recording): the route is asked to explain. */
+  readonly explains: boolean;
   /** Runs `send` with the request's span as the active span (HTTP client spans become its children). */
   run<R>(send: () => Promise<R>): Promise<R>;
   /** Takes an attempt's lease: the returned lease is the one to use; its release ends the request. */
@@ -101,6 +103,7 @@ export interface Telemetry {
 
 /** A request trace that records nothing. */
 export const NOOP_TRACE: RequestTrace = Object.freeze({
+  explains: false,
   run: <R>(send: () => Promise<R>) => send(),
   attempt: <T extends TargetSpec>(lease: Lease<T>) => lease,
   headers: () => ({}),

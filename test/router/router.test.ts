@@ -649,6 +649,7 @@ describe("stats and onDecision", () => {
       atMs: 42,
       input: "canonical",
       predictedCachedTokens: 0,
+      reason: { kind: "preferred", rank: 0, inflight: 0, threshold: 1, predictedCachedTokens: 0 },
     });
     expect(first.key).toMatch(/^[0-9a-f]{16}$/);
     const second = router.route({ body, tenant: "acme", model: "m" }, { attempt: 3 });

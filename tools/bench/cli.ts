@@ -60,6 +60,11 @@ Options:
                          without restarts, to measure the recovery
   --engine LIST          run on real engines in real time instead: llama, emulated
                          (\`prefix-router bench --engine llama --help\` for its options)
+  --shadow STRATEGY      run STRATEGY as a shadow beside each of prefix-router's strategies:
+                         its picks are computed, never acted on; prints its agreement and
+                         predicted hit rate beside the run
+  --shadow-placement P   own or live: whether the shadow's state follows its own picks
+                         (what a switch would yield) or the live placement (default: own)
   --json FILE|-          write the rows as a JSON array ("-": stdout, the table goes to stderr)
   --report FILE.html     write an HTML report with charts (needs vega and vega-lite)
   -q, --quiet            no progress bar
@@ -110,6 +115,8 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.enginePollIntervalsMs && { enginePollIntervalsMs: args.enginePollIntervalsMs }),
       ...(args.redisRttMs !== undefined && { redisRttMs: args.redisRttMs }),
       ...(args.redisRefreshMs !== undefined && { redisRefreshMs: args.redisRefreshMs }),
+      ...(args.shadow !== undefined && { shadow: args.shadow }),
+      ...(args.shadowPlacement !== undefined && { shadowPlacement: args.shadowPlacement as "own" | "live" }),
       scaleEvents: args.scaleEvents,
       restarts: args.restarts,
       ...(progress && { onProgress: progress.update }),

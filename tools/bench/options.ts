@@ -69,6 +69,8 @@ export interface BenchArgs {
   redisRttMs: number | undefined;
   redisRefreshMs: number | undefined;
   traceFile: string | undefined;
+  shadow: string | undefined;
+  shadowPlacement: string | undefined;
   scaleEvents: ScaleEvent[];
   restarts: RestartEvent[];
   json: string | undefined;
@@ -97,6 +99,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     "redis-rtt": { type: "string" },
     "redis-refresh": { type: "string" },
     trace: { type: "string" },
+    shadow: { type: "string" },
+    "shadow-placement": { type: "string" },
     "scale-at": { type: "string", multiple: true },
     "restart-at": { type: "string", multiple: true },
     json: { type: "string" },
@@ -122,6 +126,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     redisRttMs: values["redis-rtt"] === undefined ? undefined : parseDuration(values["redis-rtt"] as string, "--redis-rtt"),
     redisRefreshMs: values["redis-refresh"] === undefined ? undefined : parseDuration(values["redis-refresh"] as string, "--redis-refresh"),
     traceFile: values["trace"] as string | undefined,
+    shadow: values["shadow"] as string | undefined,
+    shadowPlacement: values["shadow-placement"] as string | undefined,
     scaleEvents: (strings("scale-at") ?? []).map(parseScaleEvent),
     restarts: (strings("restart-at") ?? []).map(parseRestartEvent),
     json: values["json"] as string | undefined,

@@ -10,7 +10,7 @@
  */
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
 import type { BenchRequest } from "./workload.js";
-import { STRATEGIES, createRouter, type Lease, type LoadView } from "prefix-router";
+import { STRATEGIES, createRouter, type Lease, type LoadView, type RouterStats } from "prefix-router";
 import type { Strategy } from "../common/strategy.js";
 
 /** One routing decision of a {@link Policy}. */
@@ -47,6 +47,14 @@ export interface Policy {
   route(request: BenchRequest): PolicyDecision;
   /** Replaces the set of instances (scale events). Requests in flight still release. */
   setTargets(targetIds: readonly string[]): void;
+  /** The router's stats at the end of the run (prefix-router's policies only). */
+  stats?(): RouterStats;
+}
+
+/** A shadow strategy run beside a router policy (`--shadow`), and what its state follows. */
+export interface ShadowSetting {
+  readonly strategy: Strategy;
+  readonly placement: "own" | "live";
 }
 
 /** What a policy is created with. */
@@ -65,6 +73,8 @@ export interface PolicyContext {
   readonly clock: { now(): number };
   /** This process's shared load view (`--load-view engine|redis`); absent: the local view. */
   readonly loadView?: LoadView;
+  /** A shadow strategy for prefix-router's policies (`--shadow`); others ignore it. */
+  readonly shadow?: ShadowSetting;
 }
 
 /** A named policy constructor. */
@@ -77,6 +87,8 @@ export interface PolicyFactory {
   readonly usesConcurrencyThreshold: boolean;
   /** Whether the policy reads {@link PolicyContext.loadView} (otherwise it runs with the local view only). */
   readonly usesLoadView?: boolean;
+  /** Whether the policy runs a shadow strategy when asked (prefix-router's own). */
+  readonly usesShadow?: boolean;
   /** Builds a fresh policy for one run. */
   create(context: PolicyContext): Promise<Policy>;
 }
@@ -99,6 +111,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
     usesPrefixLength: !loadBased && strategy !== "longest-prefix",
     usesConcurrencyThreshold: !loadBased,
     usesLoadView: strategy !== "random",
+    usesShadow: true,
     async create(ctx) {
       const router = await createRouter({
         targets: ctx.targets.map((id) => ({ id })),
@@ -111,6 +124,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
         clock: ctx.clock,
         ejection: false,
         ...(ctx.loadView && { loadView: ctx.loadView }),
+        ...(ctx.shadow && { shadow: ctx.shadow.strategy, shadowPlacement: ctx.shadow.placement }),
       });
       return {
         route(request) {
@@ -137,6 +151,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
         setTargets(ids) {
           router.setTargets(ids.map((id) => ({ id })));
         },
+        stats: () => router.stats(),
       };
     },
   };

@@ -8,7 +8,7 @@
 import { DEFAULT_ENGINE_CONFIG } from "../fleet/index.js";
 import type { EngineConfig } from "../fleet/index.js";
 import { BenchError } from "../common/errors.js";
-import type { PolicyFactory } from "./policies.js";
+import type { PolicyFactory, ShadowSetting } from "./policies.js";
 import { BENCH_STRATEGIES, policyByName } from "./registry.js";
 import { type RestartEvent, analyzeRestart } from "./restarts.js";
 import { simulate } from "./simulate.js";
@@ -17,7 +17,7 @@ import type { Workload } from "./workload.js";
 import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 import type { WorkloadName } from "./workloads.js";
 import { DEFAULT_LOAD_VIEW_MODEL, LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
-import { DEFAULTS } from "prefix-router";
+import { DEFAULTS, STRATEGIES } from "prefix-router";
 
 /** Options of {@link runBenchmark}. Every array sweeps: one row per combination. */
 export interface BenchOptions {
@@ -76,6 +76,17 @@ export interface BenchOptions {
   restarts?: readonly RestartEvent[];
   /** Engine parameter overrides for every instance (capacity is set by `capacityTokens`). */
   engine?: Partial<EngineConfig>;
+  /**
+   * A built-in strategy run as a shadow beside each of prefix-router's strategies (`--shadow`):
+   * its picks are computed and never acted on; rows report its agreement and predicted hit rate.
+   * @default none
+   */
+  shadow?: string;
+  /**
+   * What the shadow's state follows: its own picks or the live placement. One value, not a sweep:
+   * the live rows would repeat and count as extra seeds. @default "own"
+   */
+  shadowPlacement?: "own" | "live";
   /** Called as the runs advance (at most every few thousand requests). */
   onProgress?: (progress: BenchProgress) => void;
 }
@@ -154,6 +165,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     else if (v === "redis") views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, redisRttMs, redisRefreshMs, redisIdleRefreshMs: Math.max(DEFAULT_LOAD_VIEW_MODEL.redisIdleRefreshMs, redisRefreshMs) } });
     else for (const enginePollMs of polls) views.push({ name: v, params: { ...DEFAULT_LOAD_VIEW_MODEL, enginePollMs } });
   }
+  const shadow = shadowSetting(options.shadow, options.shadowPlacement);
   const scaleEvents = [...(options.scaleEvents ?? [])];
   for (const e of scaleEvents) {
     if (!Number.isFinite(e.atMs) || e.atMs < 0 || !Number.isInteger(e.delta) || e.delta === 0) {
@@ -197,7 +209,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                   for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
                     for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
                       for (const loadView of factory.usesLoadView === true ? views : [undefined])
-                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }) });
+                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && factory.usesShadow === true && { shadow }) });
                 }
                 plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs, engine });
               }
@@ -234,6 +246,20 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   }
   options.onProgress?.({ run: runCount, runs: runCount, label: "done", fraction: 1 });
   return rows;
+}
+
+/** The shadow setting: none without a shadow strategy. */
+function shadowSetting(strategy: string | undefined, placement: string | undefined): ShadowSetting | undefined {
+  if (strategy === undefined) {
+    if (placement !== undefined) throw new BenchError("ERR_BENCH_OPTION", "`shadowPlacement` needs `shadow` (a strategy to run as the shadow)");
+    return undefined;
+  }
+  if (!(STRATEGIES as readonly string[]).includes(strategy)) {
+    throw new BenchError("ERR_BENCH_OPTION", `Unknown shadow strategy \`${strategy}\`; expected one of ${STRATEGIES.join(", ")}`);
+  }
+  const where = placement ?? "own";
+  if (where !== "own" && where !== "live") throw new BenchError("ERR_BENCH_OPTION", `Expected \`shadowPlacement\` to be own or live, got ${JSON.stringify(where)}`);
+  return { strategy: strategy as ShadowSetting["strategy"], placement: where };
 }
 
 function checkList(name: string, values: readonly number[], ok: (v: number) => boolean, expected: string): readonly number[] {

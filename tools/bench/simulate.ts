@@ -17,12 +17,15 @@ import { VirtualFleet } from "../fleet/virtual.js";
 import { Rng, mix32 } from "../sim/random.js";
 import { IdealCache, RunRecorder } from "./metrics.js";
 import type { AppliedScaleEvent, RunMetrics, ScaleEventResult } from "./metrics.js";
-import type { Policy, PolicyFactory } from "./policies.js";
+import type { Policy, PolicyFactory, ShadowSetting } from "./policies.js";
 import { BenchError } from "../common/errors.js";
 import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js";
 import type { BenchRequest, Workload } from "./workload.js";
 import { type LoadViewModelParams, LoadViewModel } from "./load-views.js";
-import { DEFAULTS } from "prefix-router";
+import { DEFAULTS, mergeStats, type RouterStats } from "prefix-router";
+
+/** What `stats().shadow` reports. */
+type ShadowStats = NonNullable<RouterStats["shadow"]>;
 
 /** A change of fleet size during a run: `--scale-at 30m:+1`. */
 export interface ScaleEvent {
@@ -70,6 +73,8 @@ export interface BenchRow extends RunMetrics {
   loadView?: "engine" | "redis";
   /** The modelled source of that view: the engine poll interval, or the Redis round trip and idle refresh. */
   loadViewModel?: Partial<LoadViewModelParams>;
+  /** The shadow strategy's figures over every router process (`--shadow`); absent without one. */
+  shadow?: ShadowStats;
 }
 
 /** What every policy of a scenario replays: one workload on one fleet, one seed. */
@@ -90,6 +95,8 @@ export interface PolicyRun {
   concurrencyThreshold: number | null;
   /** A shared load view and its model's parameters; absent: each process's local view. */
   loadView?: { name: "engine" | "redis"; params: LoadViewModelParams };
+  /** A shadow strategy beside the policy (`--shadow`); absent: none. */
+  shadow?: ShadowSetting;
 }
 
 /** Instance ids at the start of a run: `i0`, `i1`, … (the fleet's default ids). */
@@ -148,6 +155,7 @@ export async function simulate(
         random: new Rng(k === 0 ? mix32(sc.seed, 0x2047e) : mix32(sc.seed, 0x2047e, k)).asFunction(),
         clock: { now: () => fleet.now },
         ...(model && { loadView: model.views[k] }),
+        ...(run.shadow && { shadow: run.shadow }),
       }),
     );
   }
@@ -289,6 +297,7 @@ export async function simulate(
     if (idealTotals.prompt[b]! > 0) recorder.recordIdeal(b * bucketMs, idealTotals.prompt[b]!, idealTotals.cached[b]!);
   }
   const m = recorder.finish();
+  const shadow = run.shadow === undefined ? undefined : mergeStats(policies.flatMap((p) => (p.stats === undefined ? [] : [p.stats()]))).shadow;
   const routeS = routeMs / 1000;
   const row: BenchRow = {
     workload: sc.workload.name,
@@ -340,6 +349,7 @@ export async function simulate(
       loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
     }),
   };
+  if (shadow !== undefined) row.shadow = shadow;
   return { row, ideal: idealTotals, fine };
 }
 

@@ -274,9 +274,27 @@ export function formatReport(rows: readonly BenchRow[]): string {
   }
   const gains = formatPublishedGains(rows);
   if (gains) sections.push(`${PUBLISHED_GAINS_TITLE}:\n${gains}`);
+  const shadow = formatShadow(rows);
+  if (shadow) sections.push(`Shadow strategy beside each run (its picks computed, never acted on; hit rates over the responses that reported usage):\n${shadow}`);
   const lpChecks = formatLongestPrefixChecks(rows);
   const spChecks = formatShortPromptsChecks(rows);
   if (spChecks) sections.push(`${SHORT_PROMPTS_CHECKS_TITLE}:\n${spChecks}`);
   if (lpChecks) sections.push(`${LONGEST_PREFIX_CHECKS_TITLE} (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpChecks}`);
   return `${sections.join("\n\n")}\n`;
+}
+
+/** The shadow's figures per row: agreement, the live strategy's measured and predicted hit rates, the shadow's predicted one. */
+function formatShadow(rows: readonly BenchRow[]): string {
+  const pct = (v: number | null) => (v === null ? "-" : (v * 100).toFixed(1));
+  const body = rows.flatMap((r) => {
+    const s = r.shadow;
+    if (s === undefined) return [];
+    const diff = s.predictedHitRateDifference === null ? "-" : `${s.predictedHitRateDifference >= 0 ? "+" : ""}${(s.predictedHitRateDifference * 100).toFixed(1)}`;
+    return [[r.workload, r.strategy, r.prefixLength === null ? "-" : String(r.prefixLength), s.strategy, s.placement, String(s.decisions), pct(s.agreementRate), pct(s.liveHitRate), pct(s.livePredictedHitRate), pct(s.shadowPredictedHitRate), diff, String(s.errors)]];
+  });
+  if (body.length === 0) return "";
+  const head = ["workload", "strategy", "prefix", "shadow", "placement", "decisions", "agree %", "live hit %", "live pred %", "shadow pred %", "Δ pred pts", "errors"];
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i < 5 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd();
+  return [line(head), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n");
 }

@@ -286,7 +286,18 @@ class Placement {
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
     const match = r.match[j] as number;
     const index = this.target(j);
-    return { index, kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(index, match) };
+    return {
+      index,
+      kind,
+      rank,
+      key: r.key,
+      work: this.blocks - match,
+      weight: this.bound.weight,
+      predictedCachedTokens: this.predicted(index, match),
+      matchedBlocks: match,
+      longestMatchBlocks: r.M,
+      blocks: this.blocks,
+    };
   }
 
   /**
@@ -352,7 +363,8 @@ class Placement {
     // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
-    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(p.index, this.blocks - work) };
+    const matchedBlocks = this.blocks - work;
+    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(p.index, matchedBlocks), matchedBlocks, longestMatchBlocks: r.M, blocks: this.blocks };
   }
 
   /** Tokens predicted cached on target i for `match` blocks held. */
