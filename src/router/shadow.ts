@@ -173,8 +173,10 @@ export class Shadow<T extends TargetSpec> {
   /** The live lease ended: the shadow's request ends too, and the response's usage scores both predictions. */
   released(ticket: ShadowTicket, outcome: LeaseOutcome, sawFirstByte: boolean, info: ReleaseInfo | undefined): void {
     if (ticket.slot !== undefined) ticket.slot.inflight--;
-    // No usage for the shadow's hooks: the response came from the live target.
-    if (ticket.commitment?.release !== undefined) this.guard(() => ticket.commitment?.release?.(outcome, sawFirstByte));
+    // The shadow's hooks get the prompt's size only (the fleet's tokenizer: characters per token),
+    // not its cached tokens: those came from the live target.
+    const own = typeof info?.promptTokens === "number" ? { promptTokens: info.promptTokens } : undefined;
+    if (ticket.commitment?.release !== undefined) this.guard(() => ticket.commitment?.release?.(outcome, sawFirstByte, own));
     const prompt = info?.promptTokens;
     const cached = info?.cachedTokens;
     if (typeof prompt !== "number" || typeof cached !== "number") return;

@@ -64,7 +64,8 @@ function inflight(router: { stats(): { totals: { inflight: number } } }): number
 describe("createRoutedFetch: requests", () => {
   it("rewrites the URL onto the target's baseURL, keeps path suffix and query, merges target headers", async () => {
     const { fetch: fake, calls } = fakeFetch(() => json({ ok: true }));
-    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1/", targetHeader: true });
+    // keyScope "prefix": each question its own key, so the 40 requests reach both eligible targets.
+    const { fetch, router } = await createRoutedFetch({ targets, fetch: fake, baseURL: "https://api.example/v1/", targetHeader: true, keyScope: "prefix" });
     const byId = new Map<string, string>();
     for (let i = 0; i < 40; i++) {
       const res = await fetch("https://api.example/v1/chat/completions?api-version=2", {

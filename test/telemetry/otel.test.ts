@@ -110,9 +110,11 @@ describe("OpenTelemetry — openai client", () => {
       "prefix_router.rank": 0,
       "prefix_router.attempts": 1,
       "prefix_router.outcome": "success",
-      "prefix_router.cached_tokens.predicted": 1024,
       "server.address": "127.0.0.1",
     });
+    // The key's 4,096 characters at the characters per token learned from the first response.
+    expect(a["prefix_router.cached_tokens.predicted"]).toBeGreaterThanOrEqual(1000);
+    expect(a["prefix_router.cached_tokens.predicted"]).toBeLessThanOrEqual(1100);
     expect(a["prefix_router.routing_key"]).toMatch(/^[0-9a-f]{16}$/);
     expect(first!.attributes["prefix_router.cached_tokens.predicted"]).toBe(0);
     expect(a["gen_ai.usage.input_tokens"]).toBeGreaterThan(1300);
@@ -155,7 +157,8 @@ describe("OpenTelemetry — openai client", () => {
     const tokens = await points("prefix_router.tokens");
     const byType = (t: string) => sum(tokens.filter((p) => p.attributes["prefix_router.token.type"] === t));
     expect(byType("prompt")).toBeGreaterThan(3 * 1300);
-    expect(byType("predicted_cached")).toBe(2 * 1024);
+    expect(byType("predicted_cached")).toBeGreaterThanOrEqual(2 * 1000);
+    expect(byType("predicted_cached")).toBeLessThanOrEqual(2 * 1100);
     expect(byType("cached")).toBeGreaterThan(2 * 1200);
     expect(sum(await points("prefix_router.predictions"))).toBe(2);
   });
@@ -202,7 +205,8 @@ describe("OpenTelemetry — SageMaker client", () => {
       expect(span.attributes).toMatchObject({ "gen_ai.provider.name": "aws.sagemaker", "prefix_router.attempts": 1, "prefix_router.outcome": "success" });
       expect(fleet.instance(String(span.attributes["prefix_router.target"])).traceparents()).toContain(traceparentOf(span));
     }
-    expect(stream!.attributes["prefix_router.cached_tokens.predicted"]).toBe(1024);
+    expect(stream!.attributes["prefix_router.cached_tokens.predicted"]).toBeGreaterThanOrEqual(1000);
+    expect(stream!.attributes["prefix_router.cached_tokens.predicted"]).toBeLessThanOrEqual(1100);
     expect(stream!.attributes["gen_ai.usage.cache_read.input_tokens"]).toBeGreaterThan(1200);
     expect(stream!.attributes["gen_ai.response.time_to_first_chunk"]).toBeGreaterThan(0);
     expect(invoke!.attributes["gen_ai.response.time_to_first_chunk"]).toBeUndefined();
