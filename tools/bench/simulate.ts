@@ -21,7 +21,7 @@ import type { Policy, PolicyFactory } from "./policies.js";
 import { BenchError } from "../common/errors.js";
 import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js";
 import type { BenchRequest, Workload } from "./workload.js";
-import { type LoadViewModelParams, LoadViewModel } from "./load-views.js";
+import { type LoadViewModelParams, LoadViewModel, type SharedViewName } from "./load-views.js";
 import { DEFAULTS } from "prefix-router";
 
 /** A change of fleet size during a run: `--scale-at 30m:+1`. */
@@ -67,7 +67,7 @@ export interface BenchRow extends RunMetrics {
   /** Wall-clock measurements (not deterministic). */
   wall: WallClock;
   /** The shared load view the router processes used (load-views.ts); absent: `local`. */
-  loadView?: "engine" | "redis";
+  loadView?: SharedViewName;
   /** The modelled source of that view: the engine poll interval, or the Redis round trip and idle refresh. */
   loadViewModel?: Partial<LoadViewModelParams>;
 }
@@ -89,7 +89,7 @@ export interface PolicyRun {
   prefixLength: number | null;
   concurrencyThreshold: number | null;
   /** A shared load view and its model's parameters; absent: each process's local view. */
-  loadView?: { name: "engine" | "redis"; params: LoadViewModelParams };
+  loadView?: { name: SharedViewName; params: LoadViewModelParams };
 }
 
 /** Instance ids at the start of a run: `i0`, `i1`, … (the fleet's default ids). */
@@ -337,7 +337,7 @@ export async function simulate(
     },
     ...(lv && {
       loadView: lv.name,
-      loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
+      loadViewModel: lv.name !== "redis" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
     }),
   };
   return { row, ideal: idealTotals, fine };

@@ -97,6 +97,14 @@ export interface EngineStats {
   running: number;
   /** Requests not yet admitted (in the frontend or the waiting queue). */
   waiting: number;
+  /** Prompt tokens of the requests not yet admitted (vLLM's proposed `vllm:num_tokens_waiting`); absent when the engine cannot tell. */
+  waitingTokens?: number;
+  /**
+   * Of those, the tokens the prefix cache did not hold when each request arrived (vLLM's proposed
+   * `vllm:approximate_uncached_tokens_waiting`, SGLang's `num_waiting_uncached_tokens`); absent
+   * when the engine cannot tell.
+   */
+  waitingUncachedTokens?: number;
   /** Fraction of KV blocks used by running requests, 0..1. */
   kvUsage: number;
 }
@@ -120,6 +128,8 @@ interface Seq {
   chunk: number;
   firstTokenMs: number;
   blocks: Int32Array | null;
+  /** Prompt tokens the cache did not hold at arrival: counted in `waitingUncachedTokens` until admission. */
+  uncachedAtArrival: number;
 }
 
 const EV_ADMIT = 0;
@@ -153,6 +163,9 @@ export class Engine {
   private restartCount = 0;
   private nowMs = 0;
   private counters = { requests: 0, completed: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, generationTokens: 0 };
+  /** Prompt tokens, and uncached ones at arrival, of the requests not yet admitted. */
+  private queuedTokens = 0;
+  private queuedUncachedTokens = 0;
 
   constructor(options: EngineOptions) {
     this.id = options.id;
@@ -231,7 +244,11 @@ export class Engine {
       chunk: 0,
       firstTokenMs: Number.NaN,
       blocks: null,
+      // Looked up once, at arrival, as vLLM's proposed gauge does: blocks cached meanwhile still count.
+      uncachedAtArrival: promptTokens - this.cache.lookup(req.blockKeys, promptTokens) * this.config.blockSizeTokens,
     };
+    this.queuedTokens += promptTokens;
+    this.queuedUncachedTokens += seq.uncachedAtArrival;
     // Keep `pending` sorted by readyAt (equal times in arrival order); usually an append.
     let i = this.pending.length;
     while (i > 0 && this.pending[i - 1]!.readyAt > seq.readyAt) i--;
@@ -289,6 +306,8 @@ export class Engine {
       ...this.counters,
       running: this.running.length,
       waiting: this.pending.length + this.waiting.length - this.waitingHead,
+      waitingTokens: this.queuedTokens,
+      waitingUncachedTokens: this.queuedUncachedTokens,
       kvUsage: this.cache.usageFraction(),
     };
   }
@@ -387,6 +406,7 @@ export class Engine {
       const blocks = this.cache.allocate(blockKeys, hit, Math.ceil((promptTokens + outputTokens) / bs));
       if (blocks === null) break;
       this.waiting[this.waitingHead++] = undefined as unknown as Seq;
+      this.dequeued(s);
       s.state = RUNNING;
       s.blocks = blocks;
       s.cached = hit * bs;
@@ -415,14 +435,22 @@ export class Engine {
     this.inStep = true;
   }
 
+  /** A request leaves the queue (admitted or cancelled): its tokens no longer wait. */
+  private dequeued(s: Seq): void {
+    this.queuedTokens -= s.req.promptTokens;
+    this.queuedUncachedTokens -= s.uncachedAtArrival;
+  }
+
   private cancel(s: Seq): boolean {
     switch (s.state) {
       case PENDING:
         this.pending.splice(this.pending.indexOf(s), 1);
+        this.dequeued(s);
         break;
       case WAITING: {
         const i = this.waiting.indexOf(s, this.waitingHead);
         this.waiting.splice(i, 1);
+        this.dequeued(s);
         break;
       }
       case RUNNING:

@@ -8,7 +8,8 @@
  * - `ranking.ts`: longest match first, then rendezvous hashing on the divergence and anchor keys;
  * - here, the placement: the ranking walked under the concurrency threshold and the bounded load
  *   (`../bounded-load.ts`), the rule that lets several router processes agree on a prefix's home,
- *   and the queued-prefill work signal.
+ *   and the queued-prefill work signal — this router's own, plus under a shared load view the
+ *   engine's waiting uncached tokens (`engine`) or other routers' picks (`redis`).
  *
  * A request the index knows little of (less than half of it held anywhere, 2M < its blocks, or its
  * longest match a common start held by several targets) has candidates computed from the request
@@ -37,7 +38,7 @@ import type { RoutingMode } from "../../routing/routing-input.js";
 import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../../router/closed-loop.js";
+import { CHARS_PER_TOKEN, type ClosedLoopEnv, type MissRun, countVerdict, judgePrediction, tokensOf } from "../../router/closed-loop.js";
 import { leastLoaded } from "../helpers/fallback.js";
 import { leastOutstandingPick } from "../least-outstanding.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -252,10 +253,20 @@ class Placement {
     return this.ctx.candidates[j] as number;
   }
 
-  /** Uncached blocks queued on target i by this router's requests that have not answered yet. */
+  /**
+   * Uncached blocks queued on target i: this router's requests that have not answered yet, and
+   * under a shared load view the others' — the engine's own count in tokens where it exports one
+   * (everyone's, converted to blocks), else other routers' picks (redis view).
+   */
   private backlog(i: number): number {
-    // Under a shared load view, other routers' queued prefill on the target too.
-    return (this.slots[i] as Slot).pending + (this.ctx.othersQueuedWork?.(i) ?? 0);
+    const tokens = this.ctx.othersQueuedTokens?.(i) ?? Number.NaN;
+    const others = tokens >= 0 ? (tokens * CHARS_PER_TOKEN) / this.blockSize : (this.ctx.othersQueuedWork?.(i) ?? 0);
+    return (this.slots[i] as Slot).pending + others;
+  }
+
+  /** Prompt tokens of `work` uncached blocks, for a view that counts tokens. */
+  private tokensOfWork(work: number): number {
+    return (work * this.blockSize) / CHARS_PER_TOKEN;
   }
 
   /** The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all) that is open and within `factor`, or −1. */
@@ -278,7 +289,8 @@ class Placement {
     const rank = r.rankOf(j);
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
     const match = r.match[j] as number;
-    return { index: this.target(j), kind, rank, key: r.key, work: this.blocks - match, weight: this.bound.weight, predictedCachedTokens: this.predicted(match) };
+    const work = this.blocks - match;
+    return { index: this.target(j), kind, rank, key: r.key, work, workTokens: this.tokensOfWork(work), weight: this.bound.weight, predictedCachedTokens: this.predicted(match) };
   }
 
   /**
@@ -344,7 +356,7 @@ class Placement {
     // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
-    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
+    return { ...p, key: r.key, work, workTokens: this.tokensOfWork(work), weight: this.bound.weight, predictedCachedTokens: this.predicted(this.blocks - work) };
   }
 
   /** Tokens predicted cached for `match` blocks held. */
