@@ -17,7 +17,7 @@ import { Poller } from "../internal/poller.js";
 import { redactText, redactURL } from "../internal/redact.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { EngineConfig } from "./options.js";
+import { DEFAULT_LOAD_VIEW, type EngineConfig } from "./options.js";
 import { type LoadView, type LoadViewHost, type LoadViewStats, OwnCounts } from "./view.js";
 
 /** A metric family as `parse-prometheus-text-format` returns it. */
@@ -284,6 +284,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
   }
 
   othersWorkTokens(id: string): number {
+    if (this.config.intervalMs > DEFAULT_LOAD_VIEW.engineTokensMaxIntervalMs) return Number.NaN;
     return this.targets.get(id)?.othersTokens ?? Number.NaN;
   }
 

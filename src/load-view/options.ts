@@ -31,8 +31,8 @@ export interface EngineMetricNames {
   kvCacheUsage?: readonly string[];
   /**
    * Gauges of prompt tokens waiting for prefill that the engine's prefix cache does not hold
-   * (summed over label sets). Where a target exports one, `longest-prefix` counts this queued
-   * prefill, in tokens, instead of only its own routers'. SGLang serves
+   * (summed over label sets). Where a target exports one and the view polls every 20 ms or
+   * faster, `longest-prefix` counts this queued prefill, in tokens, besides its own. SGLang serves
    * `sglang_num_waiting_uncached_tokens` on `/v1/loads?format=prometheus`; vLLM's
    * `vllm:approximate_uncached_tokens_waiting` is proposed (docs/load-view.md).
    * @default ["vllm:approximate_uncached_tokens_waiting", "sglang_num_waiting_uncached_tokens"]
@@ -71,7 +71,8 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   /**
    * Time between two polls of every target, ms. From 10 to 600,000. Each router process sends
    * each engine 1000 / `intervalMs` scrapes per second; other routers' requests are seen one
-   * poll late (docs/load-view.md has the measured trade-off).
+   * poll late (docs/load-view.md has the measured trade-off). Strategies get the engines'
+   * queued-tokens figure only at 20 ms or less: older, it misleads more than it helps.
    * @default 100
    */
   intervalMs?: number;
@@ -169,6 +170,12 @@ export const DEFAULT_LOAD_VIEW = Object.freeze({
   redisIdleRefreshIntervalMs: 100,
   redisCommandTimeoutMs: 1000,
   minStaleAfterMs: 1000,
+  /**
+   * The engine view gives strategies its queued-tokens figure only when it polls at least this
+   * often (`intervalMs` ≤ 20): an older figure describes requests that have left the queue, and
+   * every router process piles onto its minimum until the next poll (docs/load-view.md).
+   */
+  engineTokensMaxIntervalMs: 20,
 });
 
 /** @internal Validated `engine` options. */

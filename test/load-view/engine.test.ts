@@ -6,7 +6,7 @@
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Router, createRouter, isRouterError } from "prefix-router";
+import { DEFAULTS, type Router, createRouter, isRouterError } from "prefix-router";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 import { ManualTimers } from "./manual-timers.js";
 import { eventually } from "./redis-server.js";
@@ -254,6 +254,18 @@ describe("engine load view", () => {
       expect((r.stats().loadView as unknown as EngineStats).waitingUncachedTokens).toEqual({ a: null, b: null, c: null, d: null });
       const lease = r.route({ body });
       expect([lease.kind, lease.target.id]).toEqual(["fallback", r.rank({ body }).targets[0]!.id]);
+      lease.release();
+    });
+
+    it(`polled less often than every ${DEFAULTS.loadView.engineTokensMaxIntervalMs} ms (the default 100 ms), the token figure is reported but does not place requests`, async () => {
+      const r = await engineRouter({ intervalMs: 100 }, { strategy: "longest-prefix" });
+      const tokens: Record<string, string> = { a: "50000", b: "50000", c: "50000", d: "50000" };
+      const first = r.rank({ body }).targets[0]!.id;
+      tokens[first] = "90000";
+      for (const [id, f] of engines.figures) Object.assign(f, { running: saturated[id], tokens: tokens[id] });
+      await eventually(() => (r.stats().loadView as unknown as EngineStats).waitingUncachedTokens[first] === 90000 && r.stats().loadView?.others["b"] === 9);
+      const lease = r.route({ body });
+      expect([lease.kind, lease.target.id]).toEqual(["fallback", first]);
       lease.release();
     });
 

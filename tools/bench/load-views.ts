@@ -187,7 +187,9 @@ export class LoadViewModel {
     const period = kind === "engine" ? params.enginePollMs : params.redisRefreshMs;
     const views: VirtualView[] = [];
     for (let k = 0; k < routers; k++) {
-      const view = new VirtualView(kind, name === "engine", (v) => this.send(v), kind === "redis" ? routers : 1, k);
+      // As the library's engine view: the token figure counts only when polled often enough.
+      const tokens = name === "engine" && params.enginePollMs <= DEFAULTS.loadView.engineTokensMaxIntervalMs;
+      const view = new VirtualView(kind, tokens, (v) => this.send(v), kind === "redis" ? routers : 1, k);
       views.push(view);
       this.push(phases.next() * period, { kind: "poll", view });
     }
