@@ -91,17 +91,24 @@ export class Background<T extends TargetSpec> {
   }
 
   /**
-   * A pick queued `work` on target `id`: counted in the shared view until the response's first
-   * byte or the lease's release, whichever comes first (the strategy's commitment, wrapped).
+   * A pick queued `work` (and `workTokens`) on target `id`: counted in the shared view until the
+   * response's first byte or the lease's release, whichever comes first (the strategy's
+   * commitment, wrapped).
    */
-  queued(id: string, work: number | undefined, commitment: Commitment | undefined): Commitment | undefined {
+  queued(id: string, work: number | undefined, workTokens: number | undefined, commitment: Commitment | undefined): Commitment | undefined {
     const view = this.view;
-    if (view?.addWork === undefined || work === undefined || !(work > 0)) return commitment;
-    view.addWork(id, work);
+    if (view === undefined) return commitment;
+    const w = view.addWork !== undefined && work !== undefined && work > 0 ? work : 0;
+    const t = view.addWorkTokens !== undefined && workTokens !== undefined && workTokens > 0 ? workTokens : 0;
+    if (w === 0 && t === 0) return commitment;
+    if (w > 0) view.addWork!(id, w);
+    if (t > 0) view.addWorkTokens!(id, t);
     let open = true;
     const done = (): void => {
-      if (open) view.addWork!(id, -work);
+      if (!open) return;
       open = false;
+      if (w > 0) view.addWork!(id, -w);
+      if (t > 0) view.addWorkTokens!(id, -t);
     };
     return {
       firstByte() {
@@ -109,6 +116,7 @@ export class Background<T extends TargetSpec> {
         done();
       },
       release(outcome, sawFirstByte, info) {
+        // The usage the server reported goes on: the strategy's closed loop judges its prediction by it.
         commitment?.release?.(outcome, sawFirstByte, info);
         done();
       },

@@ -17,7 +17,7 @@ import { Poller } from "../internal/poller.js";
 import { redactText, redactURL } from "../internal/redact.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
-import type { EngineConfig } from "./options.js";
+import { DEFAULT_LOAD_VIEW, type EngineConfig } from "./options.js";
 import { type LoadView, type LoadViewHost, type LoadViewStats, OwnCounts } from "./view.js";
 
 /** A metric family as `parse-prometheus-text-format` returns it. */
@@ -44,7 +44,29 @@ export interface EngineFigures {
   waiting: number;
   /** KV-cache usage 0..1, `null` when the target exports none of the names. */
   kvCacheUsage: number | null;
+  /**
+   * Prompt tokens waiting for prefill that the engine's cache does not hold, summed over label
+   * sets; `null` when the target exports none of the names or a sample is not a count (not a
+   * finite number from 0 to {@link MAX_ENGINE_TOKENS}).
+   */
+  waitingUncachedTokens: number | null;
+  /** The engine's KV cache from its config info metric; `null` when absent or not valid. */
+  cache: EngineCacheConfig | null;
 }
+
+/** An engine's KV cache, as its config info metric (vLLM's `vllm:cache_config_info`) tells. */
+export interface EngineCacheConfig {
+  /** Tokens per KV block (`block_size`). */
+  blockSize: number;
+  /** Tokens the KV cache holds: Σ `num_gpu_blocks` × `block_size` over label sets (data-parallel engines). */
+  capacityTokens: number;
+}
+
+/**
+ * A token gauge above this is not believed (2^40 ≈ 1.1 × 10^12 tokens: far past any engine's
+ * queue), like a negative or non-finite one: the target's token figure is unknown.
+ */
+export const MAX_ENGINE_TOKENS = 2 ** 40;
 
 /**
  * @internal Reads the configured gauges from Prometheus text; throws when neither running nor
@@ -52,26 +74,72 @@ export interface EngineFigures {
  * {@link familyLines}): its cost does not grow with the rest of the body.
  */
 export function readEngineFigures(parse: PrometheusParser, text: string, names: EngineConfig<TargetSpec>["metrics"]): EngineFigures {
-  const families = new Map(parse(familyLines(text, [...names.running, ...names.waiting, ...names.kvCacheUsage])).map((f) => [f.name, f]));
-  const sum = (list: readonly string[]): number | null => {
+  const wanted = [...names.running, ...names.waiting, ...names.kvCacheUsage, ...names.waitingUncachedTokens, ...names.cacheConfig];
+  const families = new Map(parse(familyLines(text, wanted)).map((f) => [f.name, f]));
+  const first = (list: readonly string[]): MetricFamily | undefined => {
     for (const name of list) {
       const f = families.get(name);
-      if (f === undefined) continue;
-      let total = 0;
-      for (const m of f.metrics) {
-        const v = Number(m.value);
-        if (Number.isFinite(v)) total += v;
-      }
-      return total;
+      if (f !== undefined) return f;
     }
-    return null;
+    return undefined;
+  };
+  const sum = (list: readonly string[]): number | null => {
+    const f = first(list);
+    if (f === undefined) return null;
+    let total = 0;
+    for (const m of f.metrics) {
+      const v = Number(m.value);
+      if (Number.isFinite(v)) total += v;
+    }
+    return total;
   };
   const running = sum(names.running);
   const waiting = sum(names.waiting);
   if (running === null && waiting === null) {
     throw new Error(`none of the metrics ${[...names.running, ...names.waiting].join(", ")} in the answer`);
   }
-  return { running: running ?? 0, waiting: waiting ?? 0, kvCacheUsage: sum(names.kvCacheUsage) };
+  return {
+    running: running ?? 0,
+    waiting: waiting ?? 0,
+    kvCacheUsage: sum(names.kvCacheUsage),
+    waitingUncachedTokens: tokens(first(names.waitingUncachedTokens)),
+    cache: cacheConfig(first(names.cacheConfig)),
+  };
+}
+
+/** A token gauge's sum over its label sets, or `null` when any sample is not a count. */
+function tokens(f: MetricFamily | undefined): number | null {
+  if (f === undefined || f.metrics.length === 0) return null;
+  let total = 0;
+  for (const m of f.metrics) {
+    const v = Number(m.value);
+    if (!(v >= 0 && v <= MAX_ENGINE_TOKENS)) return null;
+    total += v;
+  }
+  return total <= MAX_ENGINE_TOKENS ? total : null;
+}
+
+/** An integer label from 1 to `max`, else NaN. */
+function intLabel(labels: Record<string, string> | undefined, name: string, max: number): number {
+  const raw = labels?.[name];
+  if (raw === undefined || !/^[0-9]{1,16}$/.test(raw)) return Number.NaN;
+  const n = Number(raw);
+  return n >= 1 && n <= max ? n : Number.NaN;
+}
+
+/** The KV cache a config info family describes, or `null` when a sample lacks a valid `block_size` or `num_gpu_blocks`. */
+function cacheConfig(f: MetricFamily | undefined): EngineCacheConfig | null {
+  if (f === undefined || f.metrics.length === 0) return null;
+  let blockSize = Number.NaN;
+  let capacityTokens = 0;
+  for (const m of f.metrics) {
+    const size = intLabel(m.labels, "block_size", 1 << 20);
+    const blocks = intLabel(m.labels, "num_gpu_blocks", 2 ** 32);
+    if (Number.isNaN(size) || Number.isNaN(blocks) || (!Number.isNaN(blockSize) && size !== blockSize)) return null;
+    blockSize = size;
+    capacityTokens += size * blocks;
+  }
+  return capacityTokens <= MAX_ENGINE_TOKENS ? { blockSize, capacityTokens } : null;
 }
 
 /**
@@ -108,6 +176,8 @@ interface Scraped {
   others: number;
   /** This router's leases at the last scrape. */
   own: number;
+  /** Queued uncached prefill tokens not this router's at the last scrape; NaN when unknown or stale. */
+  othersTokens: number;
   figures: EngineFigures | null;
   atMs: number;
   fresh: boolean;
@@ -119,12 +189,24 @@ interface Scraped {
   warned: boolean;
 }
 
+/** `stats().loadView` of the engine view: per target, the figures of its last fresh scrape (`null`: none, or not exported). */
+export interface EngineLoadViewStats extends LoadViewStats {
+  /** KV-cache usage, 0..1. */
+  kvCacheUsage: Record<string, number | null>;
+  /** Prompt tokens waiting for prefill that the engine's cache does not hold (all clients'). */
+  waitingUncachedTokens: Record<string, number | null>;
+  /** The engine's KV block size and capacity in tokens (vLLM's `vllm:cache_config_info`). */
+  cache: Record<string, EngineCacheConfig | null>;
+}
+
 /** @internal The `engine` view. */
 export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
   readonly source = "engine";
   version = 0;
   private targets = new Map<string, Scraped>();
   private readonly own = new OwnCounts();
+  /** This router's queued uncached prefill tokens per target (`StrategyPick.workTokens`, until the first byte). */
+  private readonly ownTokens = new OwnCounts();
   private readonly poller: Poller<Scraped>;
   private started = false;
   /** The first scrape of every target (each bounded by `timeoutMs`). */
@@ -168,7 +250,7 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
         t.id,
         old !== undefined && old.url === url
           ? old
-          : { id: t.id, url, others: Number.NaN, own: 0, figures: null, atMs: Number.NaN, fresh: false, tried: false, error: null, warned: false },
+          : { id: t.id, url, others: Number.NaN, own: 0, othersTokens: Number.NaN, figures: null, atMs: Number.NaN, fresh: false, tried: false, error: null, warned: false },
       );
     }
     this.targets = next;
@@ -201,6 +283,15 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     return this.targets.get(id)?.own ?? 0;
   }
 
+  othersWorkTokens(id: string): number {
+    if (this.config.intervalMs > DEFAULT_LOAD_VIEW.engineTokensMaxIntervalMs) return Number.NaN;
+    return this.targets.get(id)?.othersTokens ?? Number.NaN;
+  }
+
+  addWorkTokens(id: string, delta: number): void {
+    this.ownTokens.add(id, delta);
+  }
+
   acquire(id: string): void {
     this.own.add(id, 1);
   }
@@ -217,16 +308,32 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
     return this.poller.pollAll();
   }
 
-  stats(): LoadViewStats & { kvCacheUsage: Record<string, number | null> } {
+  stats(): EngineLoadViewStats {
     const others: Record<string, number | null> = {};
     const kv: Record<string, number | null> = {};
+    const waitingUncachedTokens: Record<string, number | null> = {};
+    const cache: Record<string, EngineCacheConfig | null> = {};
     let healthy = this.targets.size > 0;
     for (const [id, s] of this.targets) {
+      const f = s.fresh ? s.figures : null;
       others[id] = s.fresh ? s.others : null;
-      kv[id] = s.fresh ? (s.figures?.kvCacheUsage ?? null) : null;
+      kv[id] = f?.kvCacheUsage ?? null;
+      waitingUncachedTokens[id] = f?.waitingUncachedTokens ?? null;
+      cache[id] = f?.cache ?? null;
       if (!s.fresh) healthy = false;
     }
-    return { source: this.source, healthy, lastRefreshAtMs: this.lastRefreshAtMs, errors: this.errors, refreshes: this.refreshes, lastError: this.lastError, others, kvCacheUsage: kv };
+    return {
+      source: this.source,
+      healthy,
+      lastRefreshAtMs: this.lastRefreshAtMs,
+      errors: this.errors,
+      refreshes: this.refreshes,
+      lastError: this.lastError,
+      others,
+      kvCacheUsage: kv,
+      waitingUncachedTokens,
+      cache,
+    };
   }
 
   /**
@@ -270,6 +377,10 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
       s.figures = figures;
       s.own = this.own.get(s.id);
       s.others = Math.max(0, figures.running + figures.waiting - s.own);
+      // This router's queued prefill the engine already counts; what it has not yet received
+      // (or is prefilling) makes this an underestimate, never a double count.
+      const tokens = figures.waitingUncachedTokens;
+      s.othersTokens = tokens === null ? Number.NaN : Math.max(0, tokens - this.ownTokens.get(s.id));
       s.atMs = now;
       this.refreshes++;
       this.lastRefreshAtMs = now;
@@ -290,7 +401,10 @@ export class EngineLoadView<T extends TargetSpec> implements LoadView<T> {
       const fresh = !this.closed && s.figures !== null && now - s.atMs <= this.config.staleAfterMs;
       if (fresh !== s.fresh) changed = true;
       s.fresh = fresh;
-      if (!fresh) s.others = Number.NaN;
+      if (!fresh) {
+        s.others = Number.NaN;
+        s.othersTokens = Number.NaN;
+      }
       anyFresh ||= fresh;
       if (!afterScrape || this.closed || !s.tried) continue;
       if (!fresh && !s.warned) {

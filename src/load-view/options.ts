@@ -19,19 +19,40 @@ import type { LoadView } from "./view.js";
 
 /** The Prometheus metric names the `engine` view reads; the first name a target exports counts. */
 export interface EngineMetricNames {
-  /** Gauges of requests running on the engine (summed over label sets). @default ["vllm:num_requests_running", "sglang:num_running_reqs"] */
+  /**
+   * Gauges of requests running on the engine (summed over label sets). The `sglang_` names are
+   * those of SGLang's `/v1/loads?format=prometheus`.
+   * @default ["vllm:num_requests_running", "sglang:num_running_reqs", "sglang_num_running_reqs"]
+   */
   running?: readonly string[];
-  /** Gauges of requests waiting for the engine. @default ["vllm:num_requests_waiting", "sglang:num_queue_reqs"] */
+  /** Gauges of requests waiting for the engine. @default ["vllm:num_requests_waiting", "sglang:num_queue_reqs", "sglang_num_waiting_reqs"] */
   waiting?: readonly string[];
-  /** KV-cache usage gauges, 0..1 (reported in stats). @default ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"] */
+  /** KV-cache usage gauges, 0..1 (reported in stats). @default ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "sglang_token_usage"] */
   kvCacheUsage?: readonly string[];
+  /**
+   * Gauges of prompt tokens waiting for prefill that the engine's prefix cache does not hold
+   * (summed over label sets). Where a target exports one and the view polls every 20 ms or
+   * faster, `longest-prefix` counts this queued prefill, in tokens, besides its own. SGLang serves
+   * `sglang_num_waiting_uncached_tokens` on `/v1/loads?format=prometheus`; vLLM's
+   * `vllm:approximate_uncached_tokens_waiting` is proposed (docs/load-view.md).
+   * @default ["vllm:approximate_uncached_tokens_waiting", "sglang_num_waiting_uncached_tokens"]
+   */
+  waitingUncachedTokens?: readonly string[];
+  /**
+   * Info metrics whose labels `block_size` and `num_gpu_blocks` give the engine's KV block size
+   * (tokens) and capacity (reported in stats).
+   * @default ["vllm:cache_config_info"]
+   */
+  cacheConfig?: readonly string[];
 }
 
 /** Defaults of {@link EngineMetricNames}: vLLM's names, then SGLang's. */
 export const DEFAULT_ENGINE_METRICS: Readonly<Required<EngineMetricNames>> = Object.freeze({
-  running: Object.freeze(["vllm:num_requests_running", "sglang:num_running_reqs"]),
-  waiting: Object.freeze(["vllm:num_requests_waiting", "sglang:num_queue_reqs"]),
-  kvCacheUsage: Object.freeze(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage"]),
+  running: Object.freeze(["vllm:num_requests_running", "sglang:num_running_reqs", "sglang_num_running_reqs"]),
+  waiting: Object.freeze(["vllm:num_requests_waiting", "sglang:num_queue_reqs", "sglang_num_waiting_reqs"]),
+  kvCacheUsage: Object.freeze(["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "sglang:token_usage", "sglang_token_usage"]),
+  waitingUncachedTokens: Object.freeze(["vllm:approximate_uncached_tokens_waiting", "sglang_num_waiting_uncached_tokens"]),
+  cacheConfig: Object.freeze(["vllm:cache_config_info"]),
 });
 
 /**
@@ -50,7 +71,8 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   /**
    * Time between two polls of every target, ms. From 10 to 600,000. Each router process sends
    * each engine 1000 / `intervalMs` scrapes per second; other routers' requests are seen one
-   * poll late (docs/load-view.md has the measured trade-off).
+   * poll late (docs/load-view.md has the measured trade-off). Strategies get the engines'
+   * queued-tokens figure only at 20 ms or less: older, it misleads more than it helps.
    * @default 100
    */
   intervalMs?: number;
@@ -148,6 +170,12 @@ export const DEFAULT_LOAD_VIEW = Object.freeze({
   redisIdleRefreshIntervalMs: 100,
   redisCommandTimeoutMs: 1000,
   minStaleAfterMs: 1000,
+  /**
+   * The engine view gives strategies its queued-tokens figure only when it polls at least this
+   * often (`intervalMs` ≤ 20): an older figure describes requests that have left the queue, and
+   * every router process piles onto its minimum until the next poll (docs/load-view.md).
+   */
+  engineTokensMaxIntervalMs: 20,
 });
 
 /** @internal Validated `engine` options. */
@@ -228,6 +256,8 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
       running: optionStrings("loadView.metrics.running", names["running"], DEFAULT_ENGINE_METRICS.running),
       waiting: optionStrings("loadView.metrics.waiting", names["waiting"], DEFAULT_ENGINE_METRICS.waiting),
       kvCacheUsage: optionStrings("loadView.metrics.kvCacheUsage", names["kvCacheUsage"], DEFAULT_ENGINE_METRICS.kvCacheUsage),
+      waitingUncachedTokens: optionStrings("loadView.metrics.waitingUncachedTokens", names["waitingUncachedTokens"], DEFAULT_ENGINE_METRICS.waitingUncachedTokens),
+      cacheConfig: optionStrings("loadView.metrics.cacheConfig", names["cacheConfig"], DEFAULT_ENGINE_METRICS.cacheConfig),
     }),
     headers: optionHeaders("loadView.headers", o["headers"]),
     timers: optionTimers("loadView.timers", o["timers"]),

@@ -55,6 +55,14 @@ export interface LoadView<T extends TargetSpec = TargetSpec> {
   othersWork?(id: string): number;
   /** This router's queued work on `id` changed by `delta` (a pick queued it; its first byte or release ended it). */
   addWork?(id: string, delta: number): void;
+  /**
+   * Uncached prefill tokens queued on `id` that are not this router's, as last seen (the `engine`
+   * view: the engine's waiting-uncached-tokens gauge minus this router's
+   * `StrategyPick.workTokens` then); `NaN` when unknown. Default: unknown.
+   */
+  othersWorkTokens?(id: string): number;
+  /** This router's queued tokens on `id` changed by `delta` (`StrategyPick.workTokens`, from the pick to its first byte or release). */
+  addWorkTokens?(id: string, delta: number): void;
   /** Router processes sharing the figures, this one included, ≥ 1 (they split a target's headroom). Default 1. */
   peers?(): number;
   /** This router's position among them, 0 to peers() − 1. Default: none (the remainder goes at random). */
@@ -148,6 +156,8 @@ export class LoadReader {
           f.others[i] = known && n > 0 ? n : 0;
           const w = known ? (view.othersWork?.(id) ?? 0) : 0;
           f.work[i] = w > 0 ? w : 0;
+          const tokens = known ? (view.othersWorkTokens?.(id) ?? Number.NaN) : Number.NaN;
+          f.workTokens[i] = tokens >= 0 && tokens < Number.POSITIVE_INFINITY ? tokens : Number.NaN;
           f.ownAtRefresh[i] = known ? (view.ownAtRefresh?.(id) ?? 0) : 0;
           if (!known || peers === 1) f.quota[i] = Number.POSITIVE_INFINITY;
           else {
@@ -179,10 +189,13 @@ export class LoadFigures {
   readonly quota: Float64Array;
   /** Other routers' queued work per target. */
   readonly work: Float64Array;
+  /** Queued uncached prefill tokens not this router's, per target (NaN where the view has no such figure). */
+  readonly workTokens: Float64Array;
 
   constructor(n: number) {
     this.others = new Float64Array(n);
     this.work = new Float64Array(n);
+    this.workTokens = new Float64Array(n).fill(Number.NaN);
     this.ownAtRefresh = new Float64Array(n);
     this.quota = new Float64Array(n).fill(Number.POSITIVE_INFINITY);
   }

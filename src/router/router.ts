@@ -275,7 +275,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       predictedCachedTokens,
       reason: reason as DecisionReason,
     });
-    const commitment = this.background.queued(state.id, pick.work, commit());
+    const commitment = this.background.queued(state.id, pick.work, pick.workTokens, commit());
     state.inflight++;
     this.background.acquired(state.id);
     state.routed++;

@@ -116,6 +116,10 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
     return this.load === undefined ? 0 : (this.load.work[i] as number);
   }
 
+  othersQueuedTokens(i: number): number {
+    return this.load === undefined ? Number.NaN : (this.load.workTokens[i] as number);
+  }
+
   isEjected(i: number): boolean {
     const s = this.states[i] as TargetState;
     return s.isEjected(this.now) || s.failingHealthCheck;

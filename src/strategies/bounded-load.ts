@@ -149,6 +149,7 @@ class BoundedContext<T extends TargetSpec> implements PickContext<T> {
   get sharedLoad() { return this.inner.sharedLoad; }
   inflight(i: number) { return this.inner.inflight(i); }
   othersQueuedWork(i: number) { return this.inner.othersQueuedWork?.(i) ?? 0; }
+  othersQueuedTokens(i: number) { return this.inner.othersQueuedTokens?.(i) ?? Number.NaN; }
   isEjected(i: number) { return this.inner.isEjected(i); }
   isExcluded(i: number) { return this.inner.isExcluded(i); }
   isOpen(i: number) { return this.inner.isOpen(i) && this.bound.within(i, this.factor); }

@@ -61,6 +61,14 @@ export interface PickContext<T extends TargetSpec = TargetSpec> {
    * 0 (or absent) otherwise.
    */
   othersQueuedWork?(i: number): number;
+  /**
+   * Under a shared load view that carries it (`engine`, for a target that exports a
+   * waiting-uncached-tokens gauge): prompt tokens queued for prefill on target i that its cache
+   * does not hold and that are not this router's, as last seen — other routers' and any other
+   * client's. `NaN` (or absent) when unknown. Where both are known it is the fuller figure of the
+   * two: `longest-prefix` counts it instead of {@link PickContext.othersQueuedWork}.
+   */
+  othersQueuedTokens?(i: number): number;
   /** Whether target i is ejected (passive outlier detection) or failing its active health check. */
   isEjected(i: number): boolean;
   /** Whether target i was already tried by this request (`RouteOptions.exclude`). */
@@ -106,6 +114,12 @@ export interface StrategyPick {
   readonly matchedBlocks?: number;
   readonly longestMatchBlocks?: number;
   readonly blocks?: number;
+  /**
+   * The same work in prompt tokens (`longest-prefix`: its uncached blocks × `blockSize` at the
+   * target's learned characters per token), for a view that counts tokens (`engine`): it subtracts this router's
+   * own from the engine's figure, so they are not counted twice.
+   */
+  readonly workTokens?: number;
 }
 
 /** A ranking of candidates, best first, ignoring load. */

@@ -6,7 +6,7 @@
 import { type Server, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type Router, createRouter, isRouterError } from "prefix-router";
+import { DEFAULTS, type Router, createRouter, isRouterError } from "prefix-router";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
 import { ManualTimers } from "./manual-timers.js";
 import { eventually } from "./redis-server.js";
@@ -16,9 +16,25 @@ interface Target {
   baseURL: string;
 }
 
+interface Figures {
+  running: number;
+  waiting: number;
+  status: number;
+  /** The `vllm:approximate_uncached_tokens_waiting` sample's value as written (any text), or none. */
+  tokens?: string;
+}
+
+/** The engine view's `stats().loadView`. */
+interface EngineStats {
+  healthy: boolean;
+  others: Record<string, number | null>;
+  waitingUncachedTokens: Record<string, number | null>;
+  cache: Record<string, { blockSize: number; capacityTokens: number } | null>;
+}
+
 /** One fake engine per target: serves `vllm:` gauges with the values in `figures`, or fails. */
 class Engines {
-  readonly figures = new Map<string, { running: number; waiting: number; status: number }>();
+  readonly figures = new Map<string, Figures>();
   private readonly servers: Server[] = [];
   targets: Target[] = [];
 
@@ -40,6 +56,9 @@ class Engines {
             `vllm:num_requests_waiting{model_name="m",engine="0"} ${f.waiting}.0`,
             "# TYPE vllm:kv_cache_usage_perc gauge",
             `vllm:kv_cache_usage_perc{model_name="m",engine="0"} 0.25`,
+            ...(f.tokens === undefined
+              ? []
+              : ["# TYPE vllm:approximate_uncached_tokens_waiting gauge", `vllm:approximate_uncached_tokens_waiting{model_name="m",engine="0"} ${f.tokens}`]),
             "",
           ].join("\n"),
         );
@@ -55,6 +74,25 @@ class Engines {
   }
 }
 
+/** `n` streaming requests from a client that is not a router, each with its own prompt, held open until `stop()`. */
+function hold(url: string, n: number, prompt: (k: number) => string): { stop(): Promise<void> } {
+  const abort = new AbortController();
+  const sent = Array.from({ length: n }, (_, k) =>
+    fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: DEFAULT_MODEL, messages: [{ role: "user", content: prompt(k) }], stream: true, max_tokens: 4000 }),
+      signal: abort.signal,
+    }).catch(() => undefined),
+  );
+  return {
+    async stop() {
+      abort.abort();
+      for (const res of await Promise.all(sent)) await res?.body?.cancel().catch(() => undefined);
+    },
+  };
+}
+
 const body = { model: "m", messages: [{ role: "system", content: "A long shared system prompt about one product. ".repeat(40) }] };
 
 describe("engine load view", () => {
@@ -64,7 +102,7 @@ describe("engine load view", () => {
   afterAll(() => engines.stop());
   afterEach(async () => {
     for (const r of routers.splice(0)) await r.close();
-    for (const f of engines.figures.values()) Object.assign(f, { running: 0, waiting: 0, status: 200 });
+    for (const f of engines.figures.values()) Object.assign(f, { running: 0, waiting: 0, status: 200, tokens: undefined });
   });
 
   async function engineRouter(extra: Record<string, unknown> = {}, options: Record<string, unknown> = {}): Promise<Router<Target>> {
@@ -182,6 +220,70 @@ describe("engine load view", () => {
     expect(timers.size).toBe(0);
   });
 
+  describe("queued uncached tokens and longest-prefix", () => {
+    const saturated: Record<string, number> = { a: 4, b: 9, c: 5, d: 6 };
+
+    async function lpRouter(): Promise<Router<Target>> {
+      return engineRouter({}, { strategy: "longest-prefix" });
+    }
+
+    it("at saturation, longest-prefix takes the target with the fewest queued uncached tokens, whatever its request count", async () => {
+      const r = await lpRouter();
+      // Every target at or past the threshold (4): the pick is the fallback, by queued prefill.
+      const tokens: Record<string, string> = { a: "50000", b: "0", c: "40000", d: "30000.0" };
+      for (const [id, f] of engines.figures) Object.assign(f, { running: saturated[id], tokens: tokens[id] });
+      await eventually(() => r.stats().loadView?.others["b"] === 9 && (r.stats().loadView as unknown as EngineStats).waitingUncachedTokens["b"] === 0);
+      expect((r.stats().loadView as unknown as EngineStats).waitingUncachedTokens).toEqual({ a: 50000, b: 0, c: 40000, d: 30000 });
+      // b has the most requests in flight, and the least prefill waiting.
+      const one = r.route({ body });
+      expect([one.kind, one.target.id]).toEqual(["fallback", "b"]);
+      one.release();
+      // The figures move: d's queue empties, b's fills.
+      engines.figures.get("b")!.tokens = "60000";
+      engines.figures.get("d")!.tokens = "0";
+      await eventually(() => (r.stats().loadView as unknown as EngineStats).waitingUncachedTokens["d"] === 0);
+      const two = r.route({ body });
+      expect([two.kind, two.target.id]).toEqual(["fallback", "d"]);
+      two.release();
+    });
+
+    it("without the token gauge, the same saturated fleet falls back by this router's own queue: the ranking's first", async () => {
+      const r = await lpRouter();
+      for (const [id, f] of engines.figures) f.running = saturated[id]!;
+      await eventually(() => r.stats().loadView?.others["b"] === 9);
+      expect((r.stats().loadView as unknown as EngineStats).waitingUncachedTokens).toEqual({ a: null, b: null, c: null, d: null });
+      const lease = r.route({ body });
+      expect([lease.kind, lease.target.id]).toEqual(["fallback", r.rank({ body }).targets[0]!.id]);
+      lease.release();
+    });
+
+    it(`polled less often than every ${DEFAULTS.loadView.engineTokensMaxIntervalMs} ms (the default 100 ms), the token figure is reported but does not place requests`, async () => {
+      const r = await engineRouter({ intervalMs: 100 }, { strategy: "longest-prefix" });
+      const tokens: Record<string, string> = { a: "50000", b: "50000", c: "50000", d: "50000" };
+      const first = r.rank({ body }).targets[0]!.id;
+      tokens[first] = "90000";
+      for (const [id, f] of engines.figures) Object.assign(f, { running: saturated[id], tokens: tokens[id] });
+      await eventually(() => (r.stats().loadView as unknown as EngineStats).waitingUncachedTokens[first] === 90000 && r.stats().loadView?.others["b"] === 9);
+      const lease = r.route({ body });
+      expect([lease.kind, lease.target.id]).toEqual(["fallback", first]);
+      lease.release();
+    });
+
+    it.each(["NaN", "-5", "+Inf", "1e13", "-Inf"])("a token value of %s is not a count: that target's token figure is unknown, its request figure still counts", async (hostile) => {
+      const r = await lpRouter();
+      const tokens: Record<string, string> = { a: "50000", b: hostile, c: "40000", d: "30000" };
+      for (const [id, f] of engines.figures) Object.assign(f, { running: saturated[id], tokens: tokens[id] });
+      await eventually(() => r.stats().loadView?.others["b"] === 9 && (r.stats().loadView as unknown as EngineStats).waitingUncachedTokens["d"] === 30000);
+      const stats = r.stats().loadView as unknown as EngineStats;
+      expect(stats.waitingUncachedTokens["b"]).toBeNull();
+      expect(stats.healthy).toBe(true);
+      // b counts only this router's queue (none): the least of all, as on a view without tokens.
+      const lease = r.route({ body });
+      expect(lease.target.id).toBe("b");
+      lease.release();
+    });
+  });
+
   it("reads the live fleet's true figures, by SGLang's names too", async () => {
     const fleet = await startFleet({ instances: 2, timeScale: 0.2, metricsFlavor: "sglang" });
     try {
@@ -208,6 +310,59 @@ describe("engine load view", () => {
       });
       await eventually(() => r.stats().loadView?.others["i0"] === 1);
       await reader.cancel();
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it("reads the live fleet's queued uncached tokens and KV cache config (vLLM's names), equal to the engine's truth", async () => {
+    // One sequence at a time: a second and third request wait behind the first, uncached.
+    const fleet = await startFleet({ instances: 2, timeScale: 0.2, engine: { maxNumSeqs: 1 } });
+    try {
+      const targets = fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` }));
+      const r = await createRouter({ targets, loadView: { source: "engine", intervalMs: 10 } });
+      routers.push(r);
+      await eventually(() => r.stats().loadView?.healthy === true);
+      const stats = () => r.stats().loadView as unknown as EngineStats;
+      expect(stats().waitingUncachedTokens).toEqual({ i0: 0, i1: 0 });
+      const { blockSizeTokens, numGpuBlocks } = fleet.instance("i0").engine.config;
+      expect(stats().cache["i0"]).toEqual({ blockSize: blockSizeTokens, capacityTokens: blockSizeTokens * numGpuBlocks });
+      // Three requests from another client, each with its own prompt: the first runs, two wait.
+      const held = hold(fleet.urls[0]!, 3, (k) => `Question ${k}: ${"words of a long document ".repeat(60)}`);
+      // The two waiting ones: the engine's figure, as the view reads it.
+      await eventually(() => {
+        const truth = fleet.instance("i0").stats();
+        return truth.running === 1 && truth.waiting === 2 && stats().waitingUncachedTokens["i0"] === truth.waitingUncachedTokens;
+      });
+      expect(stats().waitingUncachedTokens["i0"]).toBeGreaterThan(300);
+      expect(stats().waitingUncachedTokens["i1"]).toBe(0);
+      await held.stop();
+      await eventually(() => stats().waitingUncachedTokens["i0"] === 0);
+    } finally {
+      await fleet.stop();
+    }
+  });
+
+  it("reads SGLang's /v1/loads?format=prometheus: requests and queued uncached tokens", async () => {
+    const fleet = await startFleet({ instances: 1, timeScale: 0.2, metricsFlavor: "sglang", engine: { maxNumSeqs: 1 } });
+    try {
+      const targets = fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` }));
+      const r = await createRouter({
+        targets,
+        loadView: { source: "engine", intervalMs: 10, metricsURL: (t: Target) => new URL("/v1/loads?format=prometheus", t.baseURL).href },
+      });
+      routers.push(r);
+      await eventually(() => r.stats().loadView?.healthy === true);
+      const stats = () => r.stats().loadView as unknown as EngineStats;
+      const held = hold(fleet.urls[0]!, 2, (k) => `Topic ${k}: ${"another long text ".repeat(80)}`);
+      await eventually(() => {
+        const truth = fleet.instance("i0").stats();
+        return truth.running === 1 && truth.waiting === 1 && stats().others["i0"] === 2 && stats().waitingUncachedTokens["i0"] === truth.waitingUncachedTokens;
+      });
+      expect(stats().waitingUncachedTokens["i0"]).toBeGreaterThan(300);
+      // /v1/loads carries no cache config info.
+      expect(stats().cache["i0"]).toBeNull();
+      await held.stop();
     } finally {
       await fleet.stop();
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createRouter, type Lease, type Logger, type Router, DEFAULTS } from "prefix-router";
+import { createRouter, type Lease, type LoadView, type Logger, type Router, DEFAULTS } from "prefix-router";
 import fc from "fast-check";
 import { CHARS_PER_TOKEN, MIN_PREDICTED_TOKENS, MIN_RATIO_SAMPLE_UNITS, TOKEN_RATIO_RANGE, TokenRatio, judgePrediction } from "../../src/router/closed-loop.js";
 import { promptUnits } from "../../src/routing/routing-input.js";
@@ -74,6 +74,32 @@ describe("closed loop — longest-prefix", () => {
     const lease = router.route({ body });
     expect([lease.target.id, lease.kind]).toEqual([other, "preferred"]);
     expect(router.stats().prefixIndex?.targets.find((t) => t.id === holder)?.blocks).toBe(31);
+  });
+
+  it("judges its predictions under a shared load view that counts queued work (the usage reaches the strategy)", async () => {
+    // A view that counts queued work and tokens, as the redis and engine views do; its figures say nothing.
+    const counted: number[] = [];
+    const view: LoadView = {
+      source: "counting",
+      version: 0,
+      shared: () => false,
+      others: () => Number.NaN,
+      addWork: (_, d) => counted.push(d),
+      addWorkTokens: (_, d) => counted.push(d),
+      setTargets() {},
+      acquire() {},
+      release() {},
+      stats: () => ({ source: "counting", healthy: false, lastRefreshAtMs: null, errors: 0, refreshes: 0, lastError: null, others: {} }),
+      async close() {},
+    };
+    const router = await createRouter({ targets: ab, strategy: "longest-prefix", loadView: view });
+    const home = serve(router, doc("x"), 0).target.id;
+    const others = ab.map((t) => t.id).filter((id) => id !== home);
+    for (const q of ["1", "2", "3"]) serve(router, doc("x", 8000, q), 0, 2100, others);
+    expect(stat(router, home)).toMatchObject({ predictions: 3, predictionMisses: 3, indexResets: 1 });
+    // Every amount the view was given was taken back.
+    expect(counted.reduce((a, b) => a + b, 0)).toBe(0);
+    expect(counted.length).toBeGreaterThan(0);
   });
 
   it("starts the run over after a hit: miss, miss, hit, miss, miss forgets nothing", async () => {

@@ -48,8 +48,9 @@ Options:
                          95% intervals and paired comparisons with longest-prefix
   --routers LIST         independent router processes, each request through a random one
                          (application replicas that each embed the router; default: 1)
-  --load-view LIST       local,engine,redis: how each router process sees the fleet's load
-                         (default: local); engine and redis are modelled in virtual time
+  --load-view LIST       local,engine,engine-requests,redis: how each router process sees the
+                         fleet's load (default: local), modelled in virtual time; engine reads
+                         request and queued-uncached-token gauges, engine-requests only requests
   --engine-poll LIST     engine view: /metrics poll interval, e.g. 100ms,250ms (default: 100ms)
   --redis-rtt T          redis view: round trip to Redis (default: 0.5ms)
   --redis-refresh T      redis view: reads between writes while a process has requests in

@@ -5,7 +5,11 @@
  * a model of their source instead of the network.
  *
  * - `engine`: every `enginePollMs`, at a phase of its own, each router process reads every
- *   instance's running + waiting requests (the engine's true figures, as `/metrics` serves them).
+ *   instance's running + waiting requests and its waiting uncached prompt tokens (the engine's
+ *   true figures, as `/metrics` serves them: SGLang's `num_waiting_uncached_tokens`, vLLM's
+ *   proposed `vllm:approximate_uncached_tokens_waiting`).
+ * - `engine-requests`: the same, for engines that export request counts only (vLLM without the
+ *   proposed gauges): no token figure.
  * - `redis`: one Redis holding every process's lease counts and queued work (`longest-prefix`'s
  *   uncached blocks until the first byte). A process sends its pending deltas and reads the
  *   total in one call, one call at a time (the library's flush): the deltas
@@ -23,10 +27,13 @@ import { type LoadView, DEFAULTS } from "prefix-router";
 type LoadViewStats = ReturnType<LoadView["stats"]>;
 
 /** A load view the benchmark can model. */
-export type LoadViewName = "local" | "engine" | "redis";
+export type LoadViewName = "local" | "engine" | "engine-requests" | "redis";
+
+/** A modelled shared view (every name but `local`). */
+export type SharedViewName = Exclude<LoadViewName, "local">;
 
 /** The views, in the order the benchmark lists them. */
-export const LOAD_VIEW_NAMES: readonly LoadViewName[] = Object.freeze(["local", "engine", "redis"] as LoadViewName[]);
+export const LOAD_VIEW_NAMES: readonly LoadViewName[] = Object.freeze(["local", "engine", "engine-requests", "redis"] as LoadViewName[]);
 
 /** Parameters of the modelled sources. */
 export interface LoadViewModelParams {
@@ -50,13 +57,15 @@ export const DEFAULT_LOAD_VIEW_MODEL: LoadViewModelParams = Object.freeze({
 
 /**
  * A router process's view, fed by the model. Counts are kept by field, as in Redis: `n:<target>`
- * for leases, `w:<target>` for queued work (the engines' figures have no work).
+ * for leases, `w:<target>` for queued work (redis), `t:<target>` for queued uncached tokens
+ * (engine: the engine's gauge, less this process's `workTokens` at the poll).
  */
 class VirtualView implements LoadView {
   version = 0;
   private readonly own = new Map<string, number>();
   private othersById = new Map<string, number>();
   private workById = new Map<string, number>();
+  private tokensById: Map<string, number> | undefined;
   private included: ReadonlyMap<string, number> = new Map();
   private fresh = false;
   /** Redis: the deltas not yet sent, and whether a call is out. */
@@ -65,6 +74,8 @@ class VirtualView implements LoadView {
 
   constructor(
     readonly source: "engine" | "redis",
+    /** Whether the source has a queued-tokens figure (`engine`, not `engine-requests`). */
+    private readonly tokens: boolean,
     private readonly onChange: (view: VirtualView) => void,
     /** Router processes sharing the figures: known to Redis (its set of live processes), not to the engines. */
     private readonly processes: number,
@@ -86,6 +97,12 @@ class VirtualView implements LoadView {
   }
   addWork(id: string, delta: number): void {
     if (this.source === "redis") this.count(`w:${id}`, delta);
+  }
+  othersWorkTokens(id: string): number {
+    return this.tokensById === undefined ? Number.NaN : (this.tokensById.get(id) ?? 0);
+  }
+  addWorkTokens(id: string, delta: number): void {
+    if (this.tokens) this.count(`t:${id}`, delta);
   }
   peers(): number {
     return this.processes;
@@ -112,12 +129,14 @@ class VirtualView implements LoadView {
   update(shared: ReadonlyMap<string, number>, included: ReadonlyMap<string, number>): void {
     const others = new Map<string, number>();
     const work = new Map<string, number>();
+    const tokens = new Map<string, number>();
     for (const [field, n] of shared) {
       const o = n - (included.get(field) ?? 0);
-      if (o > 0) (field.startsWith("w:") ? work : others).set(field.slice(2), o);
+      if (o > 0) (field.startsWith("w:") ? work : field.startsWith("t:") ? tokens : others).set(field.slice(2), o);
     }
     this.othersById = others;
     this.workById = work;
+    this.tokensById = this.tokens ? tokens : undefined;
     this.included = included;
     this.fresh = true;
     this.version++;
@@ -148,23 +167,29 @@ type ModelEvent =
  */
 export class LoadViewModel {
   readonly views: LoadView[];
+  /** The source modelled: the engines' `/metrics`, or Redis. */
+  readonly kind: "engine" | "redis";
   private readonly heap = new EventHeap<ModelEvent>();
   private order = 0;
   private readonly total = new Map<string, number>();
 
   constructor(
-    readonly kind: "engine" | "redis",
+    readonly name: SharedViewName,
     routers: number,
     private readonly params: LoadViewModelParams,
     private readonly fleet: VirtualFleet,
     seed: number,
   ) {
     // Each process polls (or reads when idle) at a phase of its own.
+    this.kind = name === "redis" ? "redis" : "engine";
+    const kind = this.kind;
     const phases = new Rng(seed);
     const period = kind === "engine" ? params.enginePollMs : params.redisRefreshMs;
     const views: VirtualView[] = [];
     for (let k = 0; k < routers; k++) {
-      const view = new VirtualView(kind, (v) => this.send(v), kind === "redis" ? routers : 1, k);
+      // As the library's engine view: the token figure counts only when polled often enough.
+      const tokens = name === "engine" && params.enginePollMs <= DEFAULTS.loadView.engineTokensMaxIntervalMs;
+      const view = new VirtualView(kind, tokens, (v) => this.send(v), kind === "redis" ? routers : 1, k);
       views.push(view);
       this.push(phases.next() * period, { kind: "poll", view });
     }
@@ -209,7 +234,10 @@ export class LoadViewModel {
 
   private poll(view: VirtualView): void {
     const shared = new Map<string, number>();
-    for (const [id, s] of Object.entries(this.fleet.instanceStats())) shared.set(`n:${id}`, s.running + s.waiting);
+    for (const [id, s] of Object.entries(this.fleet.instanceStats())) {
+      shared.set(`n:${id}`, s.running + s.waiting);
+      shared.set(`t:${id}`, s.waitingUncachedTokens);
+    }
     view.update(shared, view.ownCounts());
   }
 

@@ -21,7 +21,7 @@ import type { Policy, PolicyFactory, ShadowSetting } from "./policies.js";
 import { BenchError } from "../common/errors.js";
 import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js";
 import type { BenchRequest, Workload } from "./workload.js";
-import { type LoadViewModelParams, LoadViewModel } from "./load-views.js";
+import { type LoadViewModelParams, LoadViewModel, type SharedViewName } from "./load-views.js";
 import { DEFAULTS, mergeStats, type RouterStats } from "prefix-router";
 
 /** What `stats().shadow` reports. */
@@ -70,7 +70,7 @@ export interface BenchRow extends RunMetrics {
   /** Wall-clock measurements (not deterministic). */
   wall: WallClock;
   /** The shared load view the router processes used (load-views.ts); absent: `local`. */
-  loadView?: "engine" | "redis";
+  loadView?: SharedViewName;
   /** The modelled source of that view: the engine poll interval, or the Redis round trip and idle refresh. */
   loadViewModel?: Partial<LoadViewModelParams>;
   /** The shadow strategy's figures over every router process (`--shadow`); absent without one. */
@@ -94,7 +94,7 @@ export interface PolicyRun {
   prefixLength: number | null;
   concurrencyThreshold: number | null;
   /** A shared load view and its model's parameters; absent: each process's local view. */
-  loadView?: { name: "engine" | "redis"; params: LoadViewModelParams };
+  loadView?: { name: SharedViewName; params: LoadViewModelParams };
   /** A shadow strategy beside the policy (`--shadow`); absent: none. */
   shadow?: ShadowSetting;
 }
@@ -346,7 +346,7 @@ export async function simulate(
     },
     ...(lv && {
       loadView: lv.name,
-      loadViewModel: lv.name === "engine" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
+      loadViewModel: lv.name !== "redis" ? { enginePollMs: lv.params.enginePollMs } : { redisRttMs: lv.params.redisRttMs, redisRefreshMs: lv.params.redisRefreshMs, redisIdleRefreshMs: lv.params.redisIdleRefreshMs },
     }),
   };
   if (shadow !== undefined) row.shadow = shadow;

@@ -109,6 +109,14 @@ export interface EngineStats {
   running: number;
   /** Requests not yet admitted (in the frontend or the waiting queue). */
   waiting: number;
+  /** Prompt tokens of the requests not yet admitted (vLLM's proposed `vllm:num_tokens_waiting`); absent when the engine cannot tell. */
+  waitingTokens?: number;
+  /**
+   * Of those, the tokens the prefix cache did not hold when each request arrived (vLLM's proposed
+   * `vllm:approximate_uncached_tokens_waiting`, SGLang's `num_waiting_uncached_tokens`); absent
+   * when the engine cannot tell.
+   */
+  waitingUncachedTokens?: number;
   /** Fraction of KV blocks used by running requests, 0..1. */
   kvUsage: number;
 }
@@ -134,6 +142,8 @@ interface Seq {
   blocks: Int32Array | null;
   /** Slot mode: the slot it runs in, −1 if none. */
   slot: number;
+  /** Prompt tokens the cache did not hold at arrival: counted in `waitingUncachedTokens` until admission. */
+  uncachedAtArrival: number;
 }
 
 /** One llama.cpp slot (slot mode): the block keys it holds, whether it runs a request, when it was last released. */
@@ -179,6 +189,9 @@ export class Engine {
   /** Slot mode: the slots (empty in paged mode). */
   private readonly slotList: EngineSlot[];
   private slotReleases = 0;
+  /** Prompt tokens, and uncached ones at arrival, of the requests not yet admitted. */
+  private queuedTokens = 0;
+  private queuedUncachedTokens = 0;
 
   constructor(options: EngineOptions) {
     this.id = options.id;
@@ -265,7 +278,11 @@ export class Engine {
       firstTokenMs: Number.NaN,
       blocks: null,
       slot: -1,
+      // Looked up once, at arrival, as vLLM's proposed gauge does: blocks cached meanwhile still count.
+      uncachedAtArrival: promptTokens - this.cache.lookup(req.blockKeys, promptTokens) * this.config.blockSizeTokens,
     };
+    this.queuedTokens += promptTokens;
+    this.queuedUncachedTokens += seq.uncachedAtArrival;
     // Keep `pending` sorted by readyAt (equal times in arrival order); usually an append.
     let i = this.pending.length;
     while (i > 0 && this.pending[i - 1]!.readyAt > seq.readyAt) i--;
@@ -323,6 +340,8 @@ export class Engine {
       ...this.counters,
       running: this.running.length,
       waiting: this.pending.length + this.waiting.length - this.waitingHead,
+      waitingTokens: this.queuedTokens,
+      waitingUncachedTokens: this.queuedUncachedTokens,
       kvUsage: this.slotList.length > 0 ? this.slotUsage() : this.cache.usageFraction(),
     };
   }
@@ -450,6 +469,7 @@ export class Engine {
         s.cached = hit * bs;
       }
       this.waiting[this.waitingHead++] = undefined as unknown as Seq;
+      this.dequeued(s);
       s.state = RUNNING;
       s.computed = s.cached;
       s.admittedAt = t;
@@ -476,14 +496,22 @@ export class Engine {
     this.inStep = true;
   }
 
+  /** A request leaves the queue (admitted or cancelled): its tokens no longer wait. */
+  private dequeued(s: Seq): void {
+    this.queuedTokens -= s.req.promptTokens;
+    this.queuedUncachedTokens -= s.uncachedAtArrival;
+  }
+
   private cancel(s: Seq): boolean {
     switch (s.state) {
       case PENDING:
         this.pending.splice(this.pending.indexOf(s), 1);
+        this.dequeued(s);
         break;
       case WAITING: {
         const i = this.waiting.indexOf(s, this.waitingHead);
         this.waiting.splice(i, 1);
+        this.dequeued(s);
         break;
       }
       case RUNNING:

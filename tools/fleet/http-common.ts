@@ -79,6 +79,8 @@ export interface InstanceRuntime {
   wallClockMs(): number;
   /** Prometheus text of this instance. */
   metricsText(): string;
+  /** SGLang's `/v1/loads?format=prometheus` text, when the instance speaks SGLang's names. */
+  loadsText?(): string | undefined;
 }
 
 /** Reads the whole body; rejects past {@link MAX_BODY_BYTES}. */

@@ -16,7 +16,7 @@ import { Engine, type EngineCallbacks, type EngineTicket } from "./engine.js";
 import { FleetError } from "./errors.js";
 import { applyFaults, DEFAULT_FAULTS, type FaultKnobs } from "./faults.js";
 import { loadEventStreamEncoder, sendJson, type GenerationSpec, type InstanceRuntime } from "./http-common.js";
-import { renderMetrics } from "./metrics.js";
+import { renderLoads, renderMetrics } from "./metrics.js";
 import { handleOpenAI } from "./openai-server.js";
 import { ResponseStore, handleResponses } from "./responses-server.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
@@ -271,7 +271,21 @@ class Instance implements LiveInstance, InstanceRuntime {
   }
 
   metrics(): string {
-    return renderMetrics({ modelName: this.models[0]!, instanceId: this.id, stats: this.engine.stats(), ttft: this.engine.ttftHistogram(), flavor: this.opts.metricsFlavor });
+    const { blockSizeTokens, numGpuBlocks } = this.engine.config;
+    return renderMetrics({
+      modelName: this.models[0]!,
+      instanceId: this.id,
+      stats: this.engine.stats(),
+      ttft: this.engine.ttftHistogram(),
+      flavor: this.opts.metricsFlavor,
+      cache: { blockSizeTokens, numGpuBlocks },
+    });
+  }
+
+  loadsText(): string | undefined {
+    if (this.opts.metricsFlavor !== "sglang") return undefined;
+    const { blockSizeTokens, numGpuBlocks } = this.engine.config;
+    return renderLoads(this.engine.stats(), blockSizeTokens * numGpuBlocks);
   }
 
   // InstanceRuntime

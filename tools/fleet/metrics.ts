@@ -24,6 +24,8 @@ export interface MetricsSnapshot {
    * true values — for load views configured for SGLang.
    */
   flavor?: "vllm" | "sglang";
+  /** The instance's KV cache, exported as `vllm:cache_config_info` (labels `block_size`, `num_gpu_blocks`). */
+  cache?: { blockSizeTokens: number; numGpuBlocks: number };
 }
 
 function escapeLabel(v: string): string {
@@ -49,6 +51,21 @@ export function renderMetrics(s: MetricsSnapshot): string {
   family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", [["", "", st.running]]);
   family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", [["", "", st.waiting]]);
   family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", [["", "", st.kvUsage]]);
+  // The token-waiting gauges vLLM PR #38025 proposes (not merged), with the emulator's true values.
+  if (st.waitingTokens !== undefined && st.waitingUncachedTokens !== undefined) {
+    family("vllm:num_tokens_waiting", "gauge", "Prompt tokens of the requests waiting to be processed.", [["", "", st.waitingTokens]]);
+    family("vllm:approximate_uncached_tokens_waiting", "gauge", "Prompt tokens of the waiting requests not in the prefix cache when they arrived.", [
+      ["", "", st.waitingUncachedTokens],
+    ]);
+  }
+  if (s.cache !== undefined) {
+    // An info metric: the labels carry the configuration, the value is 1 (vLLM: one series per engine).
+    lines.push(
+      "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+      "# TYPE vllm:cache_config_info gauge",
+      `vllm:cache_config_info{block_size="${s.cache.blockSizeTokens}",enable_prefix_caching="True",engine="0",num_gpu_blocks="${s.cache.numGpuBlocks}"} 1.0`,
+    );
+  }
   family("vllm:prefix_cache_queries", "counter", "Prefix cache queries, in terms of number of queried tokens.", [
     ["_total", "", st.promptTokens],
   ]);
@@ -79,4 +96,20 @@ export function renderMetrics(s: MetricsSnapshot): string {
     `prefix_router_fleet_instance_info{instance="${escapeLabel(s.instanceId)}"} 1.0`,
   );
   return lines.join("\n") + "\n";
+}
+
+/**
+ * SGLang's `GET /v1/loads?format=prometheus` (python/sglang/srt/entrypoints/v1_loads.py): each
+ * field of a DP rank's load as a gauge `sglang_<field>{dp_rank="…"}`, no HELP lines — here the
+ * core fields an emulated instance has (one rank), with their true values.
+ */
+export function renderLoads(st: EngineStats, maxTotalNumTokens: number): string {
+  const fields: [string, number][] = [
+    ["num_running_reqs", st.running],
+    ["num_waiting_reqs", st.waiting],
+    ["num_waiting_uncached_tokens", st.waitingUncachedTokens ?? 0],
+    ["max_total_num_tokens", maxTotalNumTokens],
+    ["token_usage", st.kvUsage],
+  ];
+  return fields.map(([name, v]) => `# TYPE sglang_${name} gauge\nsglang_${name}{dp_rank="0"} ${v}`).join("\n") + "\n";
 }

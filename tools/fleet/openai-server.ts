@@ -87,6 +87,13 @@ export function handleOpenAI(rt: InstanceRuntime, req: IncomingMessage, res: Ser
     res.end(text);
     return true;
   }
+  const loads = path === "/v1/loads" && method === "GET" ? rt.loadsText?.() : undefined;
+  if (loads !== undefined) {
+    // Only the Prometheus format: what a load view reads (`?format=prometheus`).
+    res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(loads), ...servedHeaders(rt) });
+    res.end(loads);
+    return true;
+  }
   if (path === "/v1/models" && method === "GET") {
     const created = Math.floor(rt.wallClockMs() / 1000);
     sendJson(

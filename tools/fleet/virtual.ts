@@ -53,6 +53,8 @@ export interface InstanceStats {
   running: number;
   /** Requests not yet admitted. */
   waiting: number;
+  /** Prompt tokens of the requests not yet admitted that the prefix cache did not hold when they arrived. */
+  waitingUncachedTokens: number;
   /** Fraction of KV blocks in use, 0..1. */
   kvUsage: number;
   /** True after `removeInstance` while requests are still finishing. */
@@ -290,6 +292,7 @@ export function toInstanceStats(s: EngineStats, draining: boolean): InstanceStat
     cachedTokens: s.cachedTokens,
     running: s.running,
     waiting: s.waiting,
+    waitingUncachedTokens: s.waitingUncachedTokens ?? 0,
     kvUsage: s.kvUsage,
     draining,
   };

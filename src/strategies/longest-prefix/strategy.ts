@@ -8,7 +8,8 @@
  * - `ranking.ts`: longest match first, then rendezvous hashing on the divergence and anchor keys;
  * - here, the placement: the ranking walked under the concurrency threshold and the bounded load
  *   (`../bounded-load.ts`), the rule that lets several router processes agree on a prefix's home,
- *   and the queued-prefill work signal.
+ *   and the queued-prefill work signal — this router's own, plus under a shared load view the
+ *   engine's waiting uncached tokens (`engine`) or other routers' picks (`redis`).
  *
  * A request the index knows little of (less than half of it held anywhere, 2M < its blocks, or its
  * longest match a common start held by several targets) has candidates computed from the request
@@ -259,10 +260,20 @@ class Placement {
     return this.ctx.candidates[j] as number;
   }
 
-  /** Uncached blocks queued on target i by this router's requests that have not answered yet. */
+  /**
+   * Uncached blocks queued on target i: this router's requests that have not answered yet, and
+   * under a shared load view the others' — the engine's own count in tokens where it exports one
+   * (everyone's, converted to blocks), else other routers' picks (redis view).
+   */
   private backlog(i: number): number {
-    // Under a shared load view, other routers' queued prefill on the target too.
-    return (this.slots[i] as Slot).pending + (this.ctx.othersQueuedWork?.(i) ?? 0);
+    const tokens = this.ctx.othersQueuedTokens?.(i) ?? Number.NaN;
+    const others = tokens >= 0 ? (tokens * (this.slots[i] as Slot).ratio.value) / this.blockSize : (this.ctx.othersQueuedWork?.(i) ?? 0);
+    return (this.slots[i] as Slot).pending + others;
+  }
+
+  /** Prompt tokens of `work` uncached blocks, for a view that counts tokens. */
+  private tokensOfWork(i: number, work: number): number {
+    return (this.slots[i] as Slot).ratio.tokens(work * this.blockSize);
   }
 
   /** The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all) that is open and within `factor`, or −1. */
@@ -286,12 +297,14 @@ class Placement {
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
     const match = r.match[j] as number;
     const index = this.target(j);
+    const work = this.blocks - match;
     return {
       index,
       kind,
       rank,
       key: r.key,
-      work: this.blocks - match,
+      work,
+      workTokens: this.tokensOfWork(index, work),
       weight: this.bound.weight,
       predictedCachedTokens: this.predicted(index, match),
       matchedBlocks: match,
@@ -364,7 +377,17 @@ class Placement {
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
     const work = uncached(p.rank);
     const matchedBlocks = this.blocks - work;
-    return { ...p, key: r.key, work, weight: this.bound.weight, predictedCachedTokens: this.predicted(p.index, matchedBlocks), matchedBlocks, longestMatchBlocks: r.M, blocks: this.blocks };
+    return {
+      ...p,
+      key: r.key,
+      work,
+      workTokens: this.tokensOfWork(p.index, work),
+      weight: this.bound.weight,
+      predictedCachedTokens: this.predicted(p.index, matchedBlocks),
+      matchedBlocks,
+      longestMatchBlocks: r.M,
+      blocks: this.blocks,
+    };
   }
 
   /** Tokens predicted cached on target i for `match` blocks held. */

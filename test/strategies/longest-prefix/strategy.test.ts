@@ -2,7 +2,7 @@ import fc from "fast-check";
 import xxhash from "xxhash-wasm";
 import { describe, expect, it } from "vitest";
 import { writeUtf16le } from "../../../src/routing/prefix-writer.js";
-import { STRATEGIES, createRouter, routingInput, type Lease, type LongestPrefixOptions, type Router, type RouterOptions, type TargetSpec, DEFAULTS } from "prefix-router";
+import { STRATEGIES, createRouter, routingInput, type Lease, type LoadView, type LongestPrefixOptions, type Router, type RouterOptions, type TargetSpec, DEFAULTS } from "prefix-router";
 import { FakeClock } from "../../support.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -684,6 +684,65 @@ describe("exclusive: true — the same candidates, moved on from at a 2× gap in
     const lease = router.route({ body: rag("doc", "q") });
     expect(lease.kind).toBe("fallback");
     expect(lease.target.id).not.toBe(holder);
+  });
+});
+
+describe("queued prefill from a shared load view", () => {
+  /**
+   * A view whose figures the test sets: every target full of other routers' requests (so each pick
+   * is the fallback, by queued prefill), with per-target queued work (blocks, as the redis view
+   * carries it) and queued uncached tokens (as the engine view carries it; NaN: not exported).
+   */
+  function view(work: Record<string, number>, tokens: Record<string, number>): LoadView & { added: [string, number][] } {
+    const added: [string, number][] = [];
+    return {
+      source: "test",
+      version: 1,
+      added,
+      shared: () => true,
+      others: () => 100,
+      othersWork: (id) => work[id] ?? 0,
+      othersWorkTokens: (id) => tokens[id] ?? Number.NaN,
+      addWorkTokens: (id, delta) => added.push([id, delta]),
+      setTargets() {},
+      acquire() {},
+      release() {},
+      stats: () => ({ source: "test", healthy: true, lastRefreshAtMs: null, errors: 0, refreshes: 1, lastError: null, others: {} }),
+      async close() {},
+    };
+  }
+  const body = rag("queued document");
+
+  it("takes the target with the fewest queued uncached tokens; the token figure counts instead of the work figure where both exist", async () => {
+    const order = (await lp(ids(4))).rank({ body }).targets.map((t) => t.id);
+    const [a, b, c, d] = order as [string, string, string, string];
+    // By work alone, a (the ranking's first) has the least queued; by tokens, c.
+    const work = { [a]: 0, [b]: 50, [c]: 50, [d]: 50 };
+    const tokens = { [a]: 40_000, [b]: 20_000, [c]: 1_000, [d]: 30_000 };
+    const r = await lp(ids(4), {}, { loadView: view(work, tokens) });
+    expect(r.route({ body })).toMatchObject({ kind: "fallback", target: { id: c } });
+    // Where c exports no token figure its work figure counts: 50 blocks (3,200 tokens), still the least.
+    const r2 = await lp(ids(4), {}, { loadView: view(work, { [a]: 40_000, [b]: 20_000, [d]: 30_000 }) });
+    expect(r2.route({ body })).toMatchObject({ kind: "fallback", target: { id: c } });
+    // Without any token figure, the work figures decide: a.
+    const r3 = await lp(ids(4), {}, { loadView: view(work, {}) });
+    expect(r3.route({ body })).toMatchObject({ kind: "fallback", target: { id: a } });
+  });
+
+  it("a pick tells the view its uncached prompt tokens, and takes them back at the first byte", async () => {
+    const v = view({}, {});
+    const r = await lp(ids(4), {}, { loadView: v });
+    const lease = r.route({ body });
+    const queued = r.stats().prefixIndex!.targets.find((t) => t.id === lease.target.id)!.queuedBlocks;
+    expect(queued).toBeGreaterThan(30);
+    expect(v.added).toHaveLength(1);
+    const [id, tokens] = v.added[0]!;
+    expect(id).toBe(lease.target.id);
+    // Its uncached blocks in tokens: blocks × blockSize characters / 4 characters per token.
+    expect(tokens).toBe((queued * DEFAULTS.longestPrefix.blockSize) / 4);
+    lease.firstByte?.();
+    lease.release();
+    expect(v.added).toEqual([[id, tokens], [id, -tokens]]);
   });
 });
 

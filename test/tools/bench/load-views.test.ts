@@ -38,6 +38,7 @@ describe("bench --load-view", () => {
   it("parses --load-view, --engine-poll and --redis-rtt", () => {
     const args = parseBenchArgs(["--load-view", "local,redis", "--engine-poll", "50ms,1s", "--redis-rtt", "2ms"]);
     expect(args).toMatchObject({ loadViews: ["local", "redis"], enginePollIntervalsMs: [50, 1000], redisRttMs: 2 });
+    expect(parseBenchArgs(["--load-view", "engine,engine-requests"])).toMatchObject({ loadViews: ["engine", "engine-requests"] });
   });
 
   it("rejects an unknown view", async () => {
