@@ -33,6 +33,9 @@ export const MIN_RATIO_SAMPLE_UNITS = 256;
 /** Responses a ratio averages over: the first ones weigh 1/(n+1) (the prior counts once), later ones 1/this. */
 export const TOKEN_RATIO_WINDOW = 32;
 
+/** Samples after which the starting guess ({@link CHARS_PER_TOKEN}) no longer counts. */
+export const TOKEN_RATIO_TRUSTED = 4;
+
 /** A prediction below this many tokens is too small to test: a miss there costs little and says little. */
 export const MIN_PREDICTED_TOKENS = 256;
 
@@ -122,14 +125,18 @@ export function countVerdict(run: MissRun, verdict: PredictionVerdict, config: C
  * prompt was at least {@link MIN_RATIO_SAMPLE_UNITS} long gives a sample `units / promptTokens`
  * (the routing input of the whole prompt against the tokens the server counted, its chat template
  * included), clamped to {@link TOKEN_RATIO_RANGE}; the ratio is a geometric moving average of the
- * samples, starting at {@link CHARS_PER_TOKEN} with the weight of one sample, then averaging the
- * last ~{@link TOKEN_RATIO_WINDOW}. A usage field that is missing, not a positive finite number,
- * or a prompt the router did not read whole, teaches nothing. One hostile answer moves the ratio
- * by at most √8 ≈ 2.8× if it is the first, and by at most 32^(1/32) ≈ 1.11× once the window is full.
+ * samples over the last ~{@link TOKEN_RATIO_WINDOW}, starting at {@link CHARS_PER_TOKEN}, which
+ * weighs as one sample until {@link TOKEN_RATIO_TRUSTED} samples are in and then no more (a
+ * byte-level tokenizer's 1 is reached in 4 responses, not 15). A usage field that is missing, not
+ * a positive finite number, or a prompt the router did not read whole, teaches nothing. One
+ * hostile answer moves the ratio by at most √8 ≈ 2.8× if it is the first, 32^(1/4) ≈ 2.4× among
+ * the first four, and by at most 32^(1/32) ≈ 1.11× once the window is full.
  */
 export class TokenRatio {
   /** ln of the ratio. */
   private log = Math.log(CHARS_PER_TOKEN);
+  /** Moving mean of the samples' logarithms. */
+  private mean = 0;
   /** Samples learned (capped at the window). */
   private samples = 0;
 
@@ -153,7 +160,9 @@ export class TokenRatio {
     if (typeof promptTokens !== "number" || !(promptTokens >= 1) || !Number.isFinite(promptTokens)) return false;
     const sample = Math.min(TOKEN_RATIO_RANGE.max, Math.max(TOKEN_RATIO_RANGE.min, units / promptTokens));
     if (this.samples < TOKEN_RATIO_WINDOW) this.samples++;
-    this.log += (Math.log(sample) - this.log) / (this.samples + (this.samples < TOKEN_RATIO_WINDOW ? 1 : 0));
+    this.mean += (Math.log(sample) - this.mean) / this.samples;
+    // The starting guess weighs as one sample until TOKEN_RATIO_TRUSTED samples are in, then not at all.
+    this.log = this.samples >= TOKEN_RATIO_TRUSTED ? this.mean : (Math.log(CHARS_PER_TOKEN) + this.samples * this.mean) / (this.samples + 1);
     return true;
   }
 }

@@ -261,6 +261,14 @@ describe("TokenRatio", () => {
     expect(r.value / before).toBeGreaterThan(1);
   });
 
+  it("a steady ratio far from 4 is within 1% after 4 responses: the starting guess stops counting", () => {
+    const r = new TokenRatio();
+    for (let i = 0; i < 3; i++) r.learn(1000, 1100);
+    expect(r.value).toBeGreaterThan(1000 / 1100 + 0.05);
+    r.learn(1000, 1100);
+    expect(r.value).toBeCloseTo(1000 / 1100, 9);
+  });
+
   it("predicted tokens never decrease with the characters believed cached (property)", () => {
     fc.assert(
       fc.property(fc.double({ min: 0.5, max: 16, noNaN: true }), fc.nat(1e6), fc.nat(1e6), (ratio, a, b) => {
