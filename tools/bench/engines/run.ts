@@ -14,7 +14,7 @@
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { type RouterOptions } from "prefix-router";
 import { routeOpenAI } from "prefix-router/openai";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
@@ -24,6 +24,7 @@ import { renderPrompt } from "../../fleet/template.js";
 import { createRandom } from "../../sim/random.js";
 import { strategyOptions, type StrategyVariant } from "../variants.js";
 import type { Strategy } from "../../common/strategy.js";
+import { importOptional } from "../../common/optional.js";
 import type { EngineSession, EngineWorkload } from "./workloads.js";
 
 /** The engines a run can use: llama.cpp processes, or the emulated fleet configured alike. */
@@ -195,7 +196,7 @@ class StrategyRun {
     private readonly o: EngineBenchOptions,
   ) {}
 
-  async start(): Promise<void> {
+  async start(OpenAI: typeof import("openai").default): Promise<void> {
     this.client = await routeOpenAI(new OpenAI({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
       targets: this.fleet.targets.map(({ id, baseURL }) => ({ id, baseURL })),
       random: createRandom(this.o.seed),
@@ -344,6 +345,8 @@ export function fitEmulated(records: readonly EngineRecord[]): EngineTiming | un
  * started per strategy and stopped before the next kind starts.
  */
 export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBenchResult> {
+  // Before any engine starts: the one optional package the run needs.
+  const { default: OpenAI } = await importOptional("openai", () => import("openai"), "The real-engine bench");
   const all = o.workload.sessions;
   const batch = 4 * o.concurrency;
   const rounds = Math.ceil(all.length / batch);
@@ -358,7 +361,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
         const fleet = await startEngines(engine, o, useTiming);
         const run = new StrategyRun(s, fleet, o);
         strategyRuns.push(run);
-        await run.start();
+        await run.start(OpenAI);
       }
       const started = performance.now();
       let played = 0;
