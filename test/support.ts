@@ -32,3 +32,15 @@ export function splitAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
   out.push(bytes.subarray(last));
   return out;
 }
+
+/** A seeded random source (mulberry32): two sources with one seed draw the same sequence. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

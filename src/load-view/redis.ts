@@ -64,6 +64,22 @@ const COUNT = /^\d{1,15}$/;
 
 type Reply = [number, string[], number, number];
 
+/**
+ * @internal ioredis options for a client that never queues or retries on its own: a command fails when the
+ * connection is down or after `timeoutMs`, and the caller decides when to reconnect.
+ */
+export function failFastOptions(timeoutMs: number): Record<string, unknown> {
+  return {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: timeoutMs,
+    commandTimeout: timeoutMs,
+  };
+}
+
 /** @internal The `redis` view. */
 export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
   readonly source = "redis";
@@ -123,13 +139,7 @@ export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {
     this.loop = new Repeater(config.timers, () => (this.own.leases() > 0 ? config.refreshIntervalMs : config.idleRefreshIntervalMs), () => this.tick());
     this.keys = loadKeys(config.keyPrefix);
     this.client = new Redis(config.url, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      connectTimeout: config.commandTimeoutMs,
-      commandTimeout: config.commandTimeoutMs,
+      ...failFastOptions(config.commandTimeoutMs),
     });
     this.client.defineCommand(COMMAND, { numberOfKeys: 2, lua: LOAD_SCRIPT });
     this.client.on("error", (e) => this.fail(e, false));

@@ -29,7 +29,7 @@ import { redactText, redactURL } from "../internal/redact.js";
 import { optionInteger, optionObject, optionString } from "../internal/options.js";
 import { describe } from "../internal/validate.js";
 import { DEFAULT_LOAD_VIEW } from "../load-view/options.js";
-import { type RedisConstructor, loadRedisClient } from "../load-view/redis.js";
+import { type RedisConstructor, failFastOptions, loadRedisClient } from "../load-view/redis.js";
 import type { Clock, ResponseStoreStats } from "../types.js";
 
 /** `responseAffinity.store`: where processes share which target served which response. */
@@ -143,16 +143,8 @@ export class RedisResponseStore {
     Redis: RedisConstructor,
   ) {
     const connectTimeout = Math.max(MIN_CONNECT_TIMEOUT_MS, config.timeoutMs);
-    this.client = new Redis(config.url, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      connectTimeout,
-      // A write (or a read this store gave up on) is failed by the client after this long.
-      commandTimeout: connectTimeout,
-    }) as unknown as StoreClient;
+    // A write (or a read this store gave up on) is failed by the client after connectTimeout.
+    this.client = new Redis(config.url, failFastOptions(connectTimeout)) as unknown as StoreClient;
     this.client.on("error", (e) => this.fail(e));
     this.client.on("connect", () => this.client.stream?.unref?.());
     // The client does not reconnect by itself (retryStrategy); this store does, on a timer.

@@ -21,6 +21,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { seeded } from "../support.js";
 import { DEFAULT_MODEL, type LiveFleet, startFleet } from "prefix-router/fleet";
 import { type OpenAITarget, type ResponseAffinityStats, createRoutedFetch } from "prefix-router/openai";
 import { HAS_REDIS_BINARY, OwnRedis, eventually } from "../load-view/redis-server.js";
@@ -37,17 +38,6 @@ const worker = fileURLToPath(new URL("./affinity-worker.ts", import.meta.url));
 const SKIP = HAS_REDIS_BINARY ? undefined : "no redis-server binary on PATH (the outage test kills and restarts its own server)";
 if (SKIP !== undefined && process.env["CI"] === "true") throw new Error(`CI=true but ${SKIP}`);
 
-/** A seeded random source (mulberry32). */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Answer {
   tag: number;

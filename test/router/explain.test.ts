@@ -6,24 +6,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { STRATEGIES, createRouter, type Decision, type Lease, type RoutingStrategy, type Router, type TargetSpec } from "prefix-router";
-import { FakeClock } from "../support.js";
+import { FakeClock, seeded } from "../support.js";
 
 const abc: TargetSpec[] = [{ id: "a" }, { id: "b" }, { id: "c" }];
 const ask = (q: string) => ({ messages: [{ role: "user", content: q }] });
 /** A long shared document, then a question: `longest-prefix` matches it block by block. */
 const doc = (n: number, q: string) => ({ messages: [{ role: "system", content: `Document ${n}. ${"Clause on refunds and returns. ".repeat(150)}` }, { role: "user", content: q }] });
 
-/** A seeded random source (mulberry32), so that two routers draw the same sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("decision reasons", () => {
   it("a spill names the key's first choice, its load against the threshold and why it was passed over", async () => {
