@@ -107,6 +107,9 @@ interface Conversation {
 
 const opening = (n: number) => `Conversation ${n}. Here is my contract: ${`clause ${n} `.repeat(40)}. Summarise it.`;
 
+/** Time between an answer and its follow-up through another process, ms. */
+const FOLLOW_UP_DELAY_MS = 10;
+
 /** Runs `turns` turns of each conversation, `parallel` conversations at a time, each turn through a random process. */
 async function converse(workers: Worker[], conversations: Conversation[], turns: number, random: () => number, parallel = 16): Promise<Turn[]> {
   const log: Turn[] = [];
@@ -117,6 +120,10 @@ async function converse(workers: Worker[], conversations: Conversation[], turns:
       for (let k = 0; k < turns; k++, c.turns++) {
         const p = Math.floor(random() * workers.length);
         const previous = c.last;
+        // A user's follow-up comes after the answer, not in the same millisecond: the write of a
+        // JSON answer's id leaves its process after the answer does, and may reach Redis after
+        // another process's read on a loaded machine. 10 ms is the "within milliseconds" promised.
+        if (previous !== undefined && previous.process !== p) await new Promise((r) => setTimeout(r, FOLLOW_UP_DELAY_MS));
         const answer = await workers[p]!.call({
           op: "turn",
           input: previous === undefined ? opening(c.n) : `Question ${c.turns} about clause ${c.n}?`,
