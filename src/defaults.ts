@@ -9,16 +9,14 @@ import { DEFAULT_MEMBERSHIP } from "./background/membership.js";
 import { CANONICAL_MAX_DEPTH } from "./errors.js";
 import { DEFAULT_ENGINE_METRICS, DEFAULT_LOAD_VIEW } from "./load-view/options.js";
 import { CONCURRENCY_THRESHOLD_RANGE, DEFAULT_CONCURRENCY_THRESHOLD, DEFAULT_EJECTION, DEFAULT_MODE, DEFAULT_PREFIX_LENGTH } from "./options.js";
-import { DEFAULT_CLOSED_LOOP } from "./router/closed-loop.js";
+import { DEFAULT_CLOSED_LOOP } from "./closed-loop/closed-loop.js";
 import { DEFAULT_KEY_SCOPE, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH } from "./routing/routing-input.js";
-import { DEFAULT_BOUNDED_LOAD } from "./strategies/bounded-load.js";
-import { DEFAULT_STRATEGY } from "./strategies/index.js";
-import { DEFAULT_LONGEST_PREFIX } from "./strategies/longest-prefix/options.js";
-import { DEFAULT_PREFIX_AWARE } from "./strategies/helpers/prefix-aware-options.js";
+import { DEFAULT_STRATEGY, strategyDefaults } from "./strategies/index.js";
 
 /**
  * The router's defaults, by option name (`loadView` holds the shared views' settings,
- * `engineMetrics` the metric names the engine view reads).
+ * `engineMetrics` the metric names the engine view reads; each strategy's settings under the key
+ * its folder declares, with the bounded-load decorator's).
  *
  * @example
  * createRouter({ targets, concurrencyThreshold: DEFAULTS.concurrencyThreshold * 2 });
@@ -31,9 +29,7 @@ export const DEFAULTS = Object.freeze({
   concurrencyThreshold: DEFAULT_CONCURRENCY_THRESHOLD,
   ejection: DEFAULT_EJECTION,
   closedLoop: DEFAULT_CLOSED_LOOP,
-  boundedLoad: DEFAULT_BOUNDED_LOAD,
-  longestPrefix: DEFAULT_LONGEST_PREFIX,
-  prefixAware: DEFAULT_PREFIX_AWARE,
+  ...strategyDefaults(),
   loadView: DEFAULT_LOAD_VIEW,
   engineMetrics: DEFAULT_ENGINE_METRICS,
   membership: DEFAULT_MEMBERSHIP,

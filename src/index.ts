@@ -12,25 +12,10 @@ export { createRouter } from "./router/router.js";
 export { mergeStats } from "./router/stats-merge.js";
 export { DEFAULTS, LIMITS } from "./defaults.js";
 export type { EjectionOptions, RouterOptions } from "./options.js";
-export type {
-  Clock,
-  Decision,
-  Lease,
-  LeaseRecord,
-  PickKind,
-  PreparedRequest,
-  Ranking,
-  ReleaseInfo,
-  RouteOptions,
-  RouteRequest,
-  Router,
-  RouterStats,
-  StrategyName,
-  TargetSpec,
-  TargetStats,
-} from "./types.js";
+export type { Clock, Decision, Lease, LeaseRecord, PickKind, ReleaseInfo, RouteOptions, RouteRequest, StrategyName, TargetSpec } from "./types.js";
+export type { PreparedRequest, Ranking, Router, RouterStats, TargetStats } from "./router/types.js";
 export type { LatencySummary } from "./router/target-state.js";
-export type { ClosedLoopOptions } from "./router/closed-loop.js";
+export type { ClosedLoopOptions } from "./closed-loop/closed-loop.js";
 
 // Routing input: what the key is computed from, for tests that prove two services agree.
 export { canonicalize, canonicalizeJson, parseJson } from "./routing/canonical-json.js";
@@ -43,7 +28,7 @@ export { STRATEGIES } from "./strategies/index.js";
 export { boundedLoad } from "./strategies/bounded-load.js";
 export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
 export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
-export type { PrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
+export type { PrefixAwareOptions } from "./strategies/prefix-aware/options.js";
 export type {
   Commitment,
   PickContext,

@@ -8,14 +8,9 @@ import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
 import type { EjectionPolicy } from "./router/target-state.js";
-import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./router/closed-loop.js";
-import {
-  type LongestPrefixConfig,
-  type LongestPrefixOptions,
-  resolveLongestPrefixOptions,
-} from "./strategies/longest-prefix/options.js";
-import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
-import { type PrefixAwareConfig, type PrefixAwareOptions, resolvePrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
+import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./closed-loop/closed-loop.js";
+import { type BuiltInStrategyOptions, DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec, resolveStrategySettings } from "./strategies/index.js";
+import type { StrategySettings } from "./strategies/definition.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
 import { type BackgroundConfig, resolveBackground } from "./background/background.js";
@@ -44,8 +39,11 @@ export interface EjectionOptions {
   maxEjectionMs?: number;
 }
 
-/** Options of {@link createRouter}. */
-export interface RouterOptions<T extends TargetSpec = TargetSpec> {
+/**
+ * Options of {@link createRouter}. Each strategy's settings stand under the key its folder declares
+ * (`prefixAware`, `longestPrefix`: {@link BuiltInStrategyOptions}).
+ */
+export interface RouterOptions<T extends TargetSpec = TargetSpec> extends BuiltInStrategyOptions {
   /** The targets. Ids non-empty and unique. May be empty (filled later by `setTargets`): `route` then throws `ERR_NO_TARGETS`. */
   targets: readonly T[];
   /**
@@ -109,19 +107,6 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default { consecutiveFailures: 5, baseEjectionMs: 30000, maxEjectionMs: 300000 }
    */
   ejection?: EjectionOptions | false;
-  /**
-   * Settings of the `longest-prefix` strategy (ignored by the others, but validated).
-   * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
-   */
-  longestPrefix?: LongestPrefixOptions;
-  /**
-   * Settings of the `prefix-aware` strategy (ignored by the others, but validated): when a key's
-   * replica counts as saturated — `concurrencyThreshold` requests in flight, or also uncached
-   * prefill tokens in flight past its calibrated bound (docs/prefix-aware.md, "Saturation in tokens")
-   * — and whether a key already running on its replica spreads ("Running keys").
-   * @default { saturation: "requests", ttftPenaltyMs: 250, spreadRunningKeys: "auto" }
-   */
-  prefixAware?: PrefixAwareOptions;
   /**
    * Where the router reports ejections, spill storms, stale cache predictions and settings that
    * do nothing: `console`, a pino logger, anything with `debug`/`info`/`warn`/`error`.
@@ -202,8 +187,8 @@ export interface Config<T extends TargetSpec> {
   clock: Clock;
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
-  longestPrefix: LongestPrefixConfig;
-  prefixAware: PrefixAwareConfig;
+  /** Every registered strategy's settings, validated (`prefixAware`, `longestPrefix`, …). */
+  strategies: StrategySettings;
   logger: Logger;
   closedLoop: ClosedLoopConfig;
   telemetry: TelemetryConfig;
@@ -214,18 +199,15 @@ export interface Config<T extends TargetSpec> {
 }
 
 /**
- * @internal The option key under which an adapter (openai, sagemaker) gives the router the
- * check of its own target fields: a set from `setTargets` or from membership that the adapter
- * could not send to is never installed.
+ * @internal What an adapter (openai, sagemaker) gives the router beside the user's options, through
+ * `createRouterWith`: nothing of it is a user option.
  */
-export const TARGET_CHECK: unique symbol = Symbol("prefix-router.targetCheck");
-
-/** @internal `options` with an adapter's target check (see {@link TARGET_CHECK}). */
-export function withTargetCheck<T extends TargetSpec>(options: RouterOptions<T>, check: (targets: unknown) => void): RouterOptions<T> {
-  return Object.assign({ ...options }, { [TARGET_CHECK]: check });
+export interface RouterInternals {
+  /** The adapter's check of its own target fields: a set from `setTargets` or from membership that the adapter could not send to is never installed. */
+  readonly targetCheck?: (targets: unknown) => void;
 }
 
-export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
+export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>, internals: RouterInternals = {}): Config<T> {
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected router options to be an object, got ${describe(options)}`);
   }
@@ -282,14 +264,13 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     onDecision: o.onDecision === undefined ? undefined : checkFunction("onDecision", o.onDecision),
     ejection,
     keyScope: checkOneOf("keyScope", orDefault(o.keyScope, DEFAULT_KEY_SCOPE), ["auto", "prefix"] as const),
-    longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
-    prefixAware: resolvePrefixAwareOptions(o.prefixAware),
+    strategies: resolveStrategySettings(o),
     logger: checkLogger(o.logger),
     closedLoop: resolveClosedLoop(o.closedLoop),
     telemetry: checkTelemetry(o.telemetry),
     background: resolveBackground<T>(o),
     shadow: checkShadow<T>(o.shadow, o.shadowPlacement),
-    targetCheck: (o as { [TARGET_CHECK]?: (targets: unknown) => void })[TARGET_CHECK],
+    targetCheck: internals.targetCheck,
   };
 }
 

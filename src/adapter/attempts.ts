@@ -12,7 +12,8 @@
  */
 import { telemetryOf } from "../telemetry/load.js";
 import type { RequestFacts } from "../telemetry/telemetry.js";
-import type { Lease, LeaseOutcome, RouteRequest, Router, TargetSpec } from "../types.js";
+import type { Lease, LeaseOutcome, RouteRequest, TargetSpec } from "../types.js";
+import type { Router } from "../router/types.js";
 
 /** How one failed attempt is judged. */
 export interface AttemptFailure {

@@ -3,7 +3,8 @@
  * {@link getRouter}) and the bounds of its `attempts` option, the same for both adapters.
  */
 import { checkInteger } from "../internal/validate.js";
-import type { Router, TargetSpec } from "../types.js";
+import type { TargetSpec } from "../types.js";
+import type { Router } from "../router/types.js";
 
 /** Default number of targets a request may try when connections fail before the request is written. */
 export const DEFAULT_ATTEMPTS = 2;

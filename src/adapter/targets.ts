@@ -4,8 +4,9 @@
  * check, with the router's messages.
  */
 import { validateTargets } from "../options.js";
-import type { TARGET_CHECK } from "../options.js";
-import type { Router, RouterStats, TargetSpec } from "../types.js";
+import type { RouterInternals } from "../options.js";
+import type { TargetSpec } from "../types.js";
+import type { Router, RouterStats } from "../router/types.js";
 
 /** What an adapter adds to its router: figures of its own in `stats()`, resources of its own to release in `close()`. */
 export interface AdapterParts {
@@ -30,7 +31,7 @@ export function checkTargetFields<T extends TargetSpec>(targets: unknown, check:
 /**
  * The router an adapter exposes: `core`'s methods on a frozen object, with what `core` carries
  * under symbols (its telemetry). `core` checks the adapter's target fields itself (it was
- * created with them under {@link TARGET_CHECK}), for `setTargets` and membership alike. `parts`
+ * created with them under {@link RouterInternals.targetCheck}), for `setTargets` and membership alike. `parts`
  * adds the adapter's own figures to `stats()` and closes its own resources after the router's.
  */
 export function adapterRouter<T extends TargetSpec>(core: Router<T>, parts: AdapterParts = {}): Router<T> {

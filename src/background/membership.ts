@@ -12,9 +12,20 @@ import { optionInteger, optionObject, optionTimers } from "../internal/options.j
 import { redactText } from "../internal/redact.js";
 import { checkFunction } from "../internal/validate.js";
 import { Repeater, type Timers } from "../internal/timers.js";
-import type { Clock, MembershipStats, TargetSpec } from "../types.js";
+import type { Clock, TargetSpec } from "../types.js";
 
-export type { MembershipStats };
+/** What `stats().membership` reports. */
+export interface MembershipStats {
+  /** Router clock time of the last successful refresh, ms; `null` before the first. */
+  lastRefreshAtMs: number | null;
+  refreshes: number;
+  /** Refreshes that failed (threw, timed out, returned no or invalid targets). */
+  errors: number;
+  lastError: string | null;
+  /** Refreshes that changed the target set. */
+  changes: number;
+}
+
 
 /** The `membership` router option. */
 export interface MembershipOptions<T extends TargetSpec = TargetSpec> {

@@ -25,9 +25,29 @@
  * the local view.
  */
 import type { Logger } from "../logger.js";
-import type { Clock, LoadViewStats, TargetSpec } from "../types.js";
+import type { Clock, TargetSpec } from "../types.js";
 
-export type { LoadViewStats };
+/** What `stats().loadView` reports. */
+export interface LoadViewStats {
+  /** `"local"`, `"engine"`, `"redis"` or a custom view's name. */
+  source: string;
+  /**
+   * True while the shared figures are fresh (every target's, for `engine`). When false, the
+   * router counts only its own requests for the targets without a fresh figure.
+   */
+  healthy: boolean;
+  /** Router clock time of the last successful refresh, ms; `null` before the first. */
+  lastRefreshAtMs: number | null;
+  /** Failed refreshes (and, for `redis`, failed writes) since the router started. */
+  errors: number;
+  /** Successful refreshes since the router started. */
+  refreshes: number;
+  /** The last error's message, `null` when there was none. */
+  lastError: string | null;
+  /** Per target: other routers' requests in flight as last seen (`null`: unknown). */
+  others: Record<string, number | null>;
+}
+
 
 /** What a built-in view gets from its router. */
 export interface LoadViewHost {

@@ -17,5 +17,5 @@ export { DEFAULT_RESPONSE_AFFINITY } from "./responses.js";
 export type { ResponseAffinityOptions } from "./responses.js";
 export { DEFAULT_RESPONSE_STORE } from "./response-store.js";
 export type { ResponseStoreOptions } from "./response-store.js";
-export type { ResponseAffinityStats, ResponseStoreStats } from "../types.js";
+export type { ResponseAffinityStats, ResponseStoreStats } from "./stats.js";
 export { DEFAULT_ATTEMPTS, MAX_ATTEMPTS, getRouter } from "../adapter/handle.js";

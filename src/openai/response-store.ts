@@ -30,7 +30,8 @@ import { optionInteger, optionObject, optionString } from "../internal/options.j
 import { describe } from "../internal/validate.js";
 import { DEFAULT_LOAD_VIEW } from "../load-view/options.js";
 import { type RedisConstructor, failFastOptions, loadRedisClient } from "../load-view/redis.js";
-import type { Clock, ResponseStoreStats } from "../types.js";
+import type { Clock } from "../types.js";
+import type { ResponseStoreStats } from "./stats.js";
 
 /** `responseAffinity.store`: where processes share which target served which response. */
 export interface ResponseStoreOptions {

@@ -27,7 +27,8 @@ import { LRUCache } from "lru-cache";
 import { JsonUsageScanner, SseUsageScanner, type UsageScanner } from "../adapter/usage.js";
 import type { SseEvent } from "../adapter/sse.js";
 import { checkInteger, describe } from "../internal/validate.js";
-import type { Clock, ReleaseInfo, ResponseAffinityStats } from "../types.js";
+import type { Clock, ReleaseInfo } from "../types.js";
+import type { ResponseAffinityStats } from "./stats.js";
 import { type RedisResponseStore, type ResponseStoreConfig, type ResponseStoreOptions, openResponseStore, resolveResponseStore } from "./response-store.js";
 
 /** Options of response affinity ({@link RoutedFetchOptions.responseAffinity}). */

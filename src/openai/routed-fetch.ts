@@ -28,9 +28,9 @@ import { adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
 import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
-import { createRouter } from "../router/router.js";
-import { withTargetCheck } from "../options.js";
-import type { Clock, Lease, RouteRequest, Router } from "../types.js";
+import { createRouterWith } from "../router/router.js";
+import type { Clock, Lease, RouteRequest } from "../types.js";
+import type { Router } from "../router/types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
 import { checkRedirect, sendWithRedirects } from "./redirects.js";
@@ -109,7 +109,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     responseAffinity: _affinity,
     ...routerOptions
   } = options;
-  const core = await createRouter<T>(withTargetCheck(routerOptions, validateOpenAITargets));
+  const core = await createRouterWith<T>(routerOptions, { targetCheck: validateOpenAITargets });
   const clock = options.clock ?? performance;
   let affinity: ResponseAffinity | undefined;
   try {

@@ -3,7 +3,8 @@
  * reports per attempt. Both the request side (routed-fetch.ts) and the response side (body.ts)
  * use them.
  */
-import type { LeaseOutcome, PickKind, Router, TargetSpec } from "../types.js";
+import type { LeaseOutcome, PickKind, TargetSpec } from "../types.js";
+import type { Router } from "../router/types.js";
 import type { RouterOptions } from "../options.js";
 import type { TenantOptions } from "../adapter/tenant.js";
 import type { OpenAITenantRequest } from "./tenant.js";

@@ -4,12 +4,11 @@
  * stream), and does nothing when called again (grpc-js `onCallStarted`/`onCallEnded`).
  */
 import { checkRelease } from "./call-checks.js";
-import type { InputKind } from "../routing/raw-prefix.js";
 import { hexKey } from "../internal/hex.js";
 import type { Commitment } from "../strategies/strategy.js";
 import type { TargetState } from "./target-state.js";
 import type { ShadowTicket } from "./shadow.js";
-import type { DecisionReason, Lease, LeaseOutcome, LeaseRecord, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
+import type { DecisionReason, InputKind, Lease, LeaseOutcome, LeaseRecord, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
 
 /** What a lease reports back to its router. */
 export interface LeaseOwner {
@@ -17,6 +16,21 @@ export interface LeaseOwner {
   finish(lease: RouterLease<TargetSpec>, state: TargetState, outcome: LeaseOutcome, info: ReleaseInfo | undefined): void;
   /** The shadow strategy's pick for the same request reached its first byte too. */
   shadowFirstByte(ticket: ShadowTicket): void;
+}
+
+/** What a lease is opened with: the pick as taken. */
+export interface LeaseTaken<T extends TargetSpec> {
+  readonly target: T;
+  readonly kind: PickKind;
+  readonly rank: number;
+  readonly model: string | undefined;
+  readonly rawKey: bigint | undefined;
+  readonly attempt: number;
+  readonly startMs: number;
+  readonly predictedCachedTokens: number | undefined;
+  readonly commitment: Commitment | undefined;
+  readonly input: InputKind;
+  readonly reason: DecisionReason | undefined;
 }
 
 export class RouterLease<T extends TargetSpec> implements Lease<T> {
@@ -27,24 +41,38 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
   /** The shadow strategy's pick for the same request (`RouterOptions.shadow`). */
   shadowTicket: ShadowTicket | undefined = undefined;
 
+  readonly target: T;
+  readonly kind: PickKind;
+  readonly rank: number;
+  /** The request's model, for telemetry. */
+  readonly model: string | undefined;
+  /** The routing key as the strategy gave it. */
+  readonly rawKey: bigint | undefined;
+  readonly attempt: number;
+  readonly startMs: number;
+  readonly predictedCachedTokens: number | undefined;
+  /** The strategy's hooks for this pick (the prefill it queued, say). */
+  private readonly commitment: Commitment | undefined;
+  readonly input: InputKind;
+  readonly reason: DecisionReason | undefined;
+
   constructor(
     private readonly owner: LeaseOwner,
-    readonly target: T,
     private readonly state: TargetState,
-    readonly kind: PickKind,
-    readonly rank: number,
-    /** The request's model, for telemetry. */
-    readonly model: string | undefined,
-    /** The routing key as the strategy gave it. */
-    readonly rawKey: bigint | undefined,
-    readonly attempt: number,
-    readonly startMs: number,
-    readonly predictedCachedTokens: number | undefined,
-    /** The strategy's hooks for this pick (`longest-prefix`: the prefill it queued). */
-    private readonly commitment: Commitment | undefined,
-    readonly input: InputKind = "canonical",
-    readonly reason: DecisionReason | undefined = undefined,
-  ) {}
+    taken: LeaseTaken<T>,
+  ) {
+    this.target = taken.target;
+    this.kind = taken.kind;
+    this.rank = taken.rank;
+    this.model = taken.model;
+    this.rawKey = taken.rawKey;
+    this.attempt = taken.attempt;
+    this.startMs = taken.startMs;
+    this.predictedCachedTokens = taken.predictedCachedTokens;
+    this.commitment = taken.commitment;
+    this.input = taken.input;
+    this.reason = taken.reason;
+  }
 
   /** Whether the answer's first byte arrived. */
   get sawFirstByte(): boolean {

@@ -9,42 +9,29 @@
  */
 import { checkRouteOptions } from "./call-checks.js";
 import { Background } from "../background/background.js";
-import { parseJson } from "../routing/canonical-json.js";
 import { RouterError } from "../errors.js";
 import { hexKey } from "../internal/hex.js";
-import { PrefixWriter } from "../routing/prefix-writer.js";
 import { describe, quoteShort } from "../internal/validate.js";
 import { type LeaseOwner, RouterLease } from "./lease.js";
-import { type Config, type RouterOptions, validateOptions, validateTargets } from "../options.js";
-import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-prefix.js";
+import { type Config, type RouterInternals, type RouterOptions, validateOptions, validateTargets } from "../options.js";
+import { type Prepared, prepare } from "./prepared.js";
 import { RouterEvents } from "./router-events.js";
-import type { SpillCauses } from "./spill-storm.js";
-import { KeyHasher, loadHasher, validateTenant } from "../routing/routing-key.js";
-import { type RoutingMode, bodyBytes, bytesPrefix, textRouting } from "../routing/routing-input.js";
-import { DecisionView, Snapshot } from "./snapshot.js";
+import { spillCauses } from "./spill-storm.js";
+import { PrefixKeyReader } from "../routing/prefix-key.js";
+import { KeyHasher, loadHasher } from "../routing/routing-key.js";
+import type { RoutingMode } from "../routing/routing-input.js";
+import { DecisionView, Snapshot, type ViewSettings } from "./snapshot.js";
 import { KIND_COUNTER, buildStats } from "./stats.js";
-import { DEFAULT_CLOSED_LOOP, type PredictionVerdict, judgePrediction } from "./closed-loop.js";
-import { type BuiltInEnv, createStrategy } from "../strategies/index.js";
-import { PrefixAware, type PrefixKey } from "../strategies/prefix-aware.js";
-import type { Commitment, RoutingStrategy, StrategyPick, StrategyRequest, StrategySpec } from "../strategies/strategy.js";
+import { DEFAULT_CLOSED_LOOP } from "../closed-loop/closed-loop.js";
+import type { RegistryEnv } from "../strategies/definition.js";
+import { createStrategy, defaultRanking, ignoredSettings, rawInputLength } from "../strategies/index.js";
+import type { Commitment, RoutingStrategy, StrategyPick, StrategySpec } from "../strategies/strategy.js";
 import { TargetState } from "./target-state.js";
 import { explainPick } from "./reason.js";
 import { Shadow, type ShadowTicket } from "./shadow.js";
 import { TELEMETRY, loadTelemetry } from "../telemetry/load.js";
-import type {
-  DecisionReason,
-  Lease,
-  LeaseOutcome,
-  PreparedRequest,
-  Ranking,
-  ReleaseInfo,
-  RouteOptions,
-  RouteRequest,
-  Router,
-  RouterStats,
-  StrategyName,
-  TargetSpec,
-} from "../types.js";
+import type { DecisionReason, Lease, LeaseOutcome, ReleaseInfo, RouteOptions, RouteRequest, StrategyName, TargetSpec } from "../types.js";
+import type { PreparedRequest, Ranking, Router, RouterStats } from "./types.js";
 
 /**
  * Creates a router. Async only because the WebAssembly hasher initialises once per process;
@@ -56,7 +43,12 @@ import type {
  * try { await send(lease.target); lease.release("success"); } catch { lease.release("connect-error"); }
  */
 export async function createRouter<T extends TargetSpec>(options: RouterOptions<T>): Promise<Router<T>> {
-  const config = validateOptions(options);
+  return createRouterWith(options, {});
+}
+
+/** @internal {@link createRouter} with what an adapter adds beside the user's options ({@link RouterInternals}). */
+export async function createRouterWith<T extends TargetSpec>(options: RouterOptions<T>, internals: RouterInternals): Promise<Router<T>> {
+  const config = validateOptions(options, internals);
   const [api, telemetry] = await Promise.all([loadHasher(), loadTelemetry(config.telemetry, config.clock)]);
   const background = await Background.create(config.background, config.clock, {
     concurrencyThreshold: config.concurrencyThreshold,
@@ -65,12 +57,11 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     setFailing: (id, failing) => router?.setFailing(id, failing),
   });
   const hasher = new KeyHasher(api, config.seed);
-  const { mode, prefixLength, keyScope } = config;
+  const { mode, prefixLength } = config;
   // The strategy reports forgotten targets to the router, which exists once the strategy does.
   let router: PrefixRouter<T> | undefined;
-  // The routing key's bytes-mode input is written into one buffer per router, reused per request.
-  const writer = new PrefixWriter();
-  const env: BuiltInEnv = {
+  const keys = new PrefixKeyReader(hasher, config);
+  const env: RegistryEnv = {
     mode,
     prefixLength,
     concurrencyThreshold: config.concurrencyThreshold,
@@ -78,44 +69,28 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     clock: config.clock,
     random: config.random,
     xxhash: api,
-    longestPrefix: config.longestPrefix,
+    settings: config.strategies,
     closedLoop: config.closedLoop,
-    prefixAware: config.prefixAware,
-    routingPrefix(request: StrategyRequest): PrefixKey | undefined {
-      if (mode === "text") {
-        const { prefix, units } = textRouting(request.body, prefixLength, keyScope);
-        return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length, units };
-      }
-      const prefix = bytesPrefix(request.body, prefixLength, writer);
-      const units = prefix.length < prefixLength ? prefix.length : bodyBytes(request.body);
-      return prefix.length === 0 ? undefined : { key: hasher.key(mode, request.tenant, request.model, prefix), length: prefix.length, units };
-    },
-    routingKey: (request: StrategyRequest) => env.routingPrefix(request)?.key,
+    routingPrefix: (request) => keys.read(request),
+    routingKey: (request) => env.routingPrefix(request)?.key,
     forgot: (id: string, entries: number) => router?.forgot(id, entries),
     create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
   };
   const strategy = createStrategy(config.strategy, env);
+  // Routing input a raw-prefix stand-in covers: as much as any strategy of this router reads.
+  const rawUnits = rawInputLength(prefixLength, config.strategies);
   // The shadow's own instance: its closed loop off (the responses come from the live targets) and
   // its forgetting never reported as the router's.
   const shadow =
     config.shadow === undefined
       ? undefined
-      : new Shadow<T>(
-          createStrategy<T>(config.shadow.strategy, { ...env, closedLoop: undefined, forgot: () => {} }),
-          config.shadow.placement,
-          config.seed,
-          mode,
-          Math.max(prefixLength, config.longestPrefix.maxInputLength),
-        );
+      : new Shadow<T>(createStrategy<T>(config.shadow.strategy, { ...env, closedLoop: undefined, forgot: () => {} }), config.shadow.placement, config.seed, mode, rawUnits);
   const events = new RouterEvents(config.logger, telemetry, strategy.name, config.concurrencyThreshold);
-  if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
-    events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
-  }
-  if (options.prefixAware !== undefined && strategy.name !== "prefix-aware") {
-    events.ignored(`\`prefixAware\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
+  for (const key of ignoredSettings(options, strategy.name)) {
+    events.ignored(`\`${key}\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
   try {
-    router = new PrefixRouter<T>(config, hasher, strategy, new PrefixAware(env), events, background, shadow);
+    router = new PrefixRouter<T>(config, { hasher, impl: strategy, defaultRanking: defaultRanking(env), events, background, shadow, rawUnits });
     await background.start(router);
   } catch (error) {
     // Targets a background feature cannot use, or a failed first membership refresh: nothing
@@ -126,25 +101,32 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
   return router;
 }
 
-/** A request read once: what strategies see, and the strategy's routing input. */
-class Prepared<T extends TargetSpec> implements PreparedRequest, StrategyRequest {
-  constructor(
-    private readonly router: PrefixRouter<T>,
-    /** Replaced by its raw-prefix stand-in when its prefix cannot be canonicalized (raw-prefix.ts). */
-    public body: unknown,
-    readonly tenant: string | undefined,
-    readonly model: string | undefined,
-  ) {}
-  /** How the routing input was read. */
-  inputKind: InputKind = "canonical";
-  /** The strategy's routing input, once read. */
-  input: unknown;
-  /** The default ranking's key (strategies without `rank`), once computed. */
-  rankingKey: PrefixKey | undefined;
+/** What a router is made of beside its settings. */
+interface RouterParts<T extends TargetSpec> {
+  readonly hasher: KeyHasher;
+  readonly impl: RoutingStrategy<T>;
+  /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
+  readonly defaultRanking: ReturnType<typeof defaultRanking>;
+  readonly events: RouterEvents;
+  /** Load view, membership and health checks (background.ts). */
+  readonly background: Background<T>;
+  /** The shadow strategy (`RouterOptions.shadow`), never acted on. */
+  readonly shadow: Shadow<T> | undefined;
+  /** Routing input a raw-prefix stand-in covers: as much as any strategy of this router reads. */
+  readonly rawUnits: number;
+}
 
-  eligibleCount(): number {
-    return this.router.eligibleCount(this.model);
-  }
+/** One pick on its way to a lease (see `take`). */
+interface Taking<T extends TargetSpec> {
+  readonly snap: Snapshot<T>;
+  readonly pick: StrategyPick;
+  readonly prepared: Prepared;
+  readonly attempt: number;
+  readonly now: number;
+  readonly commit: () => Commitment | undefined;
+  /** A retry (the request excluded targets it tried). */
+  readonly retry: boolean;
+  readonly reason: DecisionReason | undefined;
 }
 
 class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
@@ -155,29 +137,30 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   private snapshot!: Snapshot<T>;
   /** Every state by id: current targets, and removed ones while they have open leases. */
   private readonly statesById = new Map<string, TargetState>();
-  /** Routing input a raw-prefix stand-in covers: as much as any strategy of this router reads. */
+  private readonly hasher: KeyHasher;
+  private readonly impl: RoutingStrategy<T>;
+  private readonly defaultRanking: RouterParts<T>["defaultRanking"];
+  private readonly events: RouterEvents;
+  private readonly background: Background<T>;
+  private readonly shadow: Shadow<T> | undefined;
   private readonly rawUnits: number;
+  /** What every decision's view shares. */
+  private readonly viewSettings: ViewSettings;
 
   constructor(
     private readonly config: Config<T>,
-    private readonly hasher: KeyHasher,
-    private readonly impl: RoutingStrategy<T>,
-    /** The ranking `rank()` reports for strategies that define none: rendezvous over the routing key. */
-    private readonly defaultRanking: Pick<PrefixAware, "read" | "rank">,
-    private readonly events: RouterEvents,
-    /** Load view, membership and health checks (background.ts). */
-    private readonly background: Background<T>,
-    /** The shadow strategy (`RouterOptions.shadow`), never acted on. */
-    private readonly shadow: Shadow<T> | undefined = undefined,
+    parts: RouterParts<T>,
   ) {
-    this.strategy = impl.name;
-    Object.defineProperty(this, TELEMETRY, { value: events.telemetry });
+    ({ hasher: this.hasher, impl: this.impl, defaultRanking: this.defaultRanking, events: this.events } = parts);
+    ({ background: this.background, shadow: this.shadow, rawUnits: this.rawUnits } = parts);
+    this.strategy = this.impl.name;
+    Object.defineProperty(this, TELEMETRY, { value: this.events.telemetry });
     this.mode = config.mode;
     this.prefixLength = config.prefixLength;
     this.concurrencyThreshold = config.concurrencyThreshold;
-    this.rawUnits = Math.max(config.prefixLength, config.longestPrefix.maxInputLength);
+    this.viewSettings = { concurrencyThreshold: config.concurrencyThreshold, random: config.random, load: () => this.background.reader?.current() };
     config.targetCheck?.(config.targets);
-    background.validate(config.targets);
+    this.background.validate(config.targets);
     this.install(config.targets);
   }
 
@@ -219,45 +202,43 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   prepare(request: RouteRequest): PreparedRequest {
-    return this.read(request);
+    return prepare(this, request, this.mode);
   }
 
   route(request: RouteRequest | PreparedRequest, options?: RouteOptions): Lease<T> {
     const { exclude, attempt, explain } = checkRouteOptions(options);
     const snap = this.snapshot;
-    const prepared = this.read(request);
+    const prepared = prepare(this, request, this.mode);
     const now = this.config.clock.now();
-    if (options?.target !== undefined) return this.routeTo(options.target, prepared, attempt, now, explain);
-    const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.concurrencyThreshold, this.config.random, this.background.reader?.current());
+    if (options?.target !== undefined) return this.routeTo(options.target, prepared, { attempt, now, explain });
+    const view = new DecisionView(snap, snap.eligible(prepared.model), exclude, now, this.viewSettings);
     const input = this.inputOf(prepared);
     const pick = this.impl.pick(view, input);
     // The shadow picks on the same view, after the live pick, and only for a first attempt.
     const shadow = this.shadow;
     const shadowPick = shadow === undefined || exclude !== undefined ? undefined : shadow.pick(view, prepared);
     const reason = explain || this.config.onDecision !== undefined ? explainPick(view, pick, () => this.firstChoice(view, prepared)) : undefined;
-    const lease = this.take(snap, pick, prepared, attempt, now, () => this.impl.commit?.(view, pick, input), exclude !== undefined, reason);
+    const commit = () => this.impl.commit?.(view, pick, input);
+    const lease = this.take({ snap, pick, prepared, attempt, now, commit, retry: exclude !== undefined, reason });
     if (shadowPick !== undefined) lease.shadowTicket = shadow?.commit(view, shadowPick, pick);
     return lease;
   }
 
   /** The key's first choice, ignoring load: for a reason's `preferred` (called only when a pick went elsewhere). */
-  private firstChoice(view: DecisionView<T>, prepared: Prepared<T>): number | undefined {
-    if (this.impl.rank !== undefined) return this.impl.rank(view, this.inputOf(prepared)).order[0];
-    prepared.rankingKey ??= this.readInput(prepared, (p) => this.defaultRanking.read(p));
-    return this.defaultRanking.rank(view, prepared.rankingKey).order[0];
+  private firstChoice(view: DecisionView<T>, prepared: Prepared): number | undefined {
+    return this.ranking(view, prepared).order[0];
+  }
+
+  /** The strategy's ranking of the view's candidates, or the default one (rendezvous over the routing key). */
+  private ranking(view: DecisionView<T>, prepared: Prepared) {
+    if (this.impl.rank !== undefined) return this.impl.rank(view, this.inputOf(prepared));
+    prepared.rankingKey ??= prepared.readInput((p) => this.defaultRanking.read(p), this.mode, this.rawUnits);
+    return this.defaultRanking.rank(view, prepared.rankingKey);
   }
 
   /** Announces a pick (`onDecision`), commits it and opens its lease: the one way a target is taken. */
-  private take(
-    snap: Snapshot<T>,
-    pick: StrategyPick,
-    prepared: Prepared<T>,
-    attempt: number,
-    now: number,
-    commit: () => Commitment | undefined,
-    retry = false,
-    reason: DecisionReason | undefined = undefined,
-  ): RouterLease<T> {
+  private take(taking: Taking<T>): RouterLease<T> {
+    const { snap, pick, prepared, attempt, now, reason } = taking;
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
     const { key, predictedCachedTokens } = pick;
@@ -275,17 +256,19 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       predictedCachedTokens,
       reason: reason as DecisionReason,
     });
-    const commitment = this.background.queued(state.id, pick.work, pick.workTokens, commit());
+    const commitment = this.background.queued(state.id, pick.work, pick.workTokens, taking.commit());
     state.inflight++;
     this.background.acquired(state.id);
     state.routed++;
     state[KIND_COUNTER[pick.kind]]++;
-    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.spillCauses, retry);
-    return new RouterLease(this, target, state, pick.kind, pick.rank, prepared.model, key, attempt, now, predictedCachedTokens, commitment, prepared.inputKind, reason);
+    this.events.picked(target.id, pick.kind, this.config.clock.now() - now, this.spillCauses, taking.retry);
+    const { kind, rank } = pick;
+    const { model, inputKind: input } = prepared;
+    return new RouterLease(this, state, { target, kind, rank, model, rawKey: key, attempt, startMs: now, predictedCachedTokens, commitment, input, reason });
   }
 
   /** The pick the caller named: no strategy, no commitment; see {@link RouteOptions.target}. */
-  private routeTo(id: string, prepared: Prepared<T>, attempt: number, now: number, explain: boolean): Lease<T> {
+  private routeTo(id: string, prepared: Prepared, call: { attempt: number; now: number; explain: boolean }): Lease<T> {
     if (typeof id !== "string") throw new TypeError(`Expected \`target\` to be a target id (a string), got ${describe(id)}`);
     const snap = this.snapshot;
     const index = snap.targets.findIndex((t) => t.id === id);
@@ -299,47 +282,23 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       );
     }
     const reason: DecisionReason | undefined =
-      explain || this.config.onDecision !== undefined
+      call.explain || this.config.onDecision !== undefined
         ? { kind: "affinity", rank: 0, inflight: (snap.states[index] as TargetState).inflight, threshold: this.concurrencyThreshold }
         : undefined;
-    return this.take(snap, { index, kind: "affinity", rank: 0 }, prepared, attempt, now, () => undefined, false, reason);
+    const pick: StrategyPick = { index, kind: "affinity", rank: 0 };
+    return this.take({ snap, pick, prepared, attempt: call.attempt, now: call.now, commit: () => undefined, retry: false, reason });
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {
     const snap = this.snapshot;
-    const prepared = this.read(request);
-    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.concurrencyThreshold, this.config.random, this.background.reader?.current());
-    let ranking;
-    if (this.impl.rank !== undefined) {
-      ranking = this.impl.rank(view, this.inputOf(prepared));
-    } else {
-      prepared.rankingKey ??= this.readInput(prepared, (p) => this.defaultRanking.read(p));
-      ranking = this.defaultRanking.rank(view, prepared.rankingKey);
-    }
+    const prepared = prepare(this, request, this.mode);
+    const view = new DecisionView(snap, snap.eligible(prepared.model), undefined, this.config.clock.now(), this.viewSettings);
+    const ranking = this.ranking(view, prepared);
     return { key: hexKey(ranking.key), targets: ranking.order.map((i) => snap.targets[i] as T) };
   }
 
-  /**
-   * Why a pick may miss its first choice now, over the targets that take new requests (weight > 0),
-   * as {@link DecisionView.isOpen} decides it; for the spill-storm log line: made once, called rarely.
-   */
-  private readonly spillCauses = (): SpillCauses => {
-    const snap = this.snapshot;
-    const load = this.background.reader?.current();
-    const now = this.config.clock.now();
-    const full: string[] = [];
-    const quota: string[] = [];
-    const ejected: string[] = [];
-    const failingHealthCheck: string[] = [];
-    for (const i of snap.all) {
-      const s = snap.states[i] as TargetState;
-      if ((load === undefined ? s.inflight : load.inflight(i, s.inflight)) >= this.concurrencyThreshold) full.push(s.id);
-      else if (load !== undefined && !load.open(i, s.inflight, this.concurrencyThreshold)) quota.push(s.id);
-      if (s.isEjected(now)) ejected.push(s.id);
-      if (s.failingHealthCheck) failingHealthCheck.push(s.id);
-    }
-    return { full, quota, ejected, failingHealthCheck };
-  };
+  /** Why a pick may miss its first choice now (spill-storm.ts); made once, called rarely. */
+  private readonly spillCauses = () => spillCauses(this.snapshot, this.background.reader?.current(), this.config.clock.now(), this.concurrencyThreshold);
 
   /** @internal The strategy forgot what it believed target `id` caches (closed loop). */
   forgot(id: string, entries: number): void {
@@ -358,58 +317,10 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   /** The strategy's routing input, read at most once per prepared request. */
-  private inputOf(prepared: Prepared<T>): unknown {
+  private inputOf(prepared: Prepared): unknown {
     const impl = this.impl;
-    if (prepared.input === undefined && impl.read !== undefined) prepared.input = this.readInput(prepared, (p) => impl.read?.(p));
+    if (prepared.input === undefined && impl.read !== undefined) prepared.input = prepared.readInput((p) => impl.read?.(p), this.mode, this.rawUnits);
     return prepared.input;
-  }
-
-  /**
-   * `read(prepared)`; when the body's prefix cannot be canonicalized, the body is swapped for its
-   * raw-prefix stand-in, once, and read again: routing never fails a valid body (raw-prefix.ts).
-   */
-  private readInput<I>(prepared: Prepared<T>, read: (p: Prepared<T>) => I): I {
-    try {
-      return read(prepared);
-    } catch (error) {
-      if (prepared.inputKind === "raw" || !needsRawPrefix(error)) throw error;
-      prepared.body = rawPrefixBody(this.mode, prepared.body, this.rawUnits);
-      prepared.inputKind = "raw";
-      return read(prepared);
-    }
-  }
-
-  /** Validates a request and parses its body, once: a prepared request passes through. */
-  private read(request: RouteRequest | PreparedRequest): Prepared<T> {
-    if (request instanceof Prepared) {
-      if (request["router"] === this) return request as Prepared<T>;
-      throw new TypeError("Expected a request prepared by this router, got one prepared by another router");
-    }
-    if (request === null || typeof request !== "object") {
-      throw new TypeError(`Expected the request to be an object like { body, tenant?, model? }, got ${describe(request)}`);
-    }
-    const r = request as RouteRequest;
-    const tenant = r.tenant === undefined ? undefined : validateTenant(r.tenant);
-    let model = r.model;
-    if (model !== undefined && typeof model !== "string") {
-      throw new TypeError(`Expected the request's \`model\` to be a string, got ${describe(model)}`);
-    }
-    let body = r.body;
-    // Text mode reads JSON text and bytes as the object they encode; parse once here so that
-    // `body.model` selects targets and enters the key whatever form the body comes in.
-    if (this.mode === "text" && (typeof body === "string" || body instanceof Uint8Array)) {
-      try {
-        const parsed = parseJson(body);
-        if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) body = parsed;
-      } catch {
-        // Left as is: reading the routing input reports ERR_INVALID_JSON.
-      }
-    }
-    if (model === undefined && this.mode === "text" && body !== null && typeof body === "object" && !ArrayBuffer.isView(body)) {
-      const m = (body as { model?: unknown }).model;
-      if (typeof m === "string") model = m;
-    }
-    return new Prepared(this, body, tenant, model);
   }
 
   /** @internal Called by a lease exactly once. */
@@ -429,15 +340,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       state.succeed();
     }
     const predicted = lease.predictedCachedTokens;
-    let verdict: PredictionVerdict;
-    if (typeof info?.promptTokens === "number" && info.promptTokens >= 0) state.promptTokens += info.promptTokens;
-    if (info !== undefined && typeof info.cachedTokens === "number" && info.cachedTokens >= 0) {
-      state.cachedTokens += info.cachedTokens;
-      if (predicted !== undefined) state.predictedCachedTokens += predicted;
-      verdict = judgePrediction(predicted, outcome, info, this.config.closedLoop?.ratio ?? DEFAULT_RATIO);
-      if (verdict !== undefined) state.predictions++;
-      if (verdict === "miss") state.predictionMisses++;
-    }
+    const verdict = state.recordUsage(predicted, outcome, info, this.config.closedLoop?.ratio ?? DEFAULT_RATIO);
     const { kind, model, ttftMs } = lease;
     this.events.released({ targetId: state.id, strategy: this.strategy, kind, outcome, model, durationMs, ttftMs, info, predictedCachedTokens: predicted, verdict });
     if (lease.shadowTicket !== undefined) this.shadow?.released(lease.shadowTicket, outcome, lease.sawFirstByte, info);

@@ -14,11 +14,47 @@
  * sequence), and it is committed only once the live lease is taken. Whatever it throws is counted
  * (`stats().shadow.errors`), never thrown.
  */
-import { alignById } from "../strategies/helpers/by-id.js";
+import { alignById } from "../strategies/shared/by-id.js";
 import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-prefix.js";
 import type { RoutingMode } from "../routing/routing-input.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRequest } from "../strategies/strategy.js";
-import type { LeaseOutcome, ReleaseInfo, ShadowStats, TargetSpec } from "../types.js";
+import type { LeaseOutcome, ReleaseInfo, TargetSpec } from "../types.js";
+
+/**
+ * What `stats().shadow` reports: another strategy's picks computed beside the live ones and
+ * never acted on (docs/observability.md#shadow). Hit rates are over the responses that
+ * reported token usage; a prediction counts at most the response's prompt tokens.
+ */
+export interface ShadowStats {
+  /** The shadow strategy's name. */
+  strategy: string;
+  /** Whether the shadow's state follows its own picks or the live placement. */
+  placement: "own" | "live";
+  /** Requests the shadow picked for (first attempts routed by the strategy). */
+  decisions: number;
+  /** Of those, the ones where it picked the live target. */
+  agreements: number;
+  /** agreements / decisions; `null` before any. */
+  agreementRate: number | null;
+  /** Responses that reported token usage. */
+  responses: number;
+  promptTokens: number;
+  /** Cached tokens the servers reported for those responses. */
+  cachedTokens: number;
+  livePredictedCachedTokens: number;
+  shadowPredictedCachedTokens: number;
+  /** cachedTokens / promptTokens: what the live strategy measured. */
+  liveHitRate: number | null;
+  /** livePredictedCachedTokens / promptTokens. */
+  livePredictedHitRate: number | null;
+  /** shadowPredictedCachedTokens / promptTokens: what switching would be expected to yield. */
+  shadowPredictedHitRate: number | null;
+  /** shadowPredictedHitRate − livePredictedHitRate. */
+  predictedHitRateDifference: number | null;
+  /** Exceptions the shadow strategy threw (counted, never thrown). */
+  errors: number;
+  lastError: string | null;
+}
 
 export type ShadowPlacement = ShadowStats["placement"];
 

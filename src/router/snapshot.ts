@@ -83,26 +83,39 @@ export class Snapshot<T extends TargetSpec> {
   }
 }
 
+/** What every decision view of one router shares. */
+export interface ViewSettings {
+  readonly concurrencyThreshold: number;
+  readonly random: () => number;
+  /** A shared load view's figures now (`load-view/`); `undefined`: the local view. */
+  load(): LoadFigures | undefined;
+}
+
 /** A snapshot at one decision: the request's candidates, the targets it already tried, the time. */
 export class DecisionView<T extends TargetSpec> implements PickContext<T> {
   readonly targets: readonly T[];
   readonly weights: Float64Array;
   private readonly states: readonly TargetState[];
 
+  readonly concurrencyThreshold: number;
+  readonly random: () => number;
+  /** A shared load view's figures (`load-view/`); absent: the local view. */
+  private readonly load: LoadFigures | undefined;
+
   constructor(
     private readonly snap: Snapshot<T>,
     readonly candidates: Int32Array,
     private readonly exclude: ReadonlySet<string> | undefined,
     readonly now: number,
-    readonly concurrencyThreshold: number,
-    readonly random: () => number,
-    /** A shared load view's figures (`load-view/`); absent: the local view. */
-    private readonly load?: LoadFigures,
+    settings: ViewSettings,
   ) {
     this.targets = snap.targets;
     this.weights = snap.weights;
     this.states = snap.states;
-    this.sharedLoad = load !== undefined;
+    this.concurrencyThreshold = settings.concurrencyThreshold;
+    this.random = settings.random;
+    this.load = settings.load();
+    this.sharedLoad = this.load !== undefined;
   }
 
   readonly sharedLoad: boolean;

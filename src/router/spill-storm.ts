@@ -10,6 +10,11 @@
  * every pick. O(1) per pick.
  */
 
+import type { LoadFigures } from "../load-view/view.js";
+import type { TargetSpec } from "../types.js";
+import type { Snapshot } from "./snapshot.js";
+import type { TargetState } from "./target-state.js";
+
 /** Picks the spilled share averages over (the weight of one pick is 1 / STORM_WINDOW). */
 export const STORM_WINDOW = 64;
 /** Spilled share at which a storm starts. */
@@ -67,4 +72,23 @@ export class SpillStormWatch {
     }
     return undefined;
   }
+}
+
+/**
+ * @internal Why a pick may miss its first choice now, over the targets that take new requests
+ * (weight > 0), as `DecisionView.isOpen` decides it; for the spill-storm log line: called rarely.
+ */
+export function spillCauses(snap: Snapshot<TargetSpec>, load: LoadFigures | undefined, now: number, threshold: number): SpillCauses {
+  const full: string[] = [];
+  const quota: string[] = [];
+  const ejected: string[] = [];
+  const failingHealthCheck: string[] = [];
+  for (const i of snap.all) {
+    const s = snap.states[i] as TargetState;
+    if ((load === undefined ? s.inflight : load.inflight(i, s.inflight)) >= threshold) full.push(s.id);
+    else if (load !== undefined && !load.open(i, s.inflight, threshold)) quota.push(s.id);
+    if (s.isEjected(now)) ejected.push(s.id);
+    if (s.failingHealthCheck) failingHealthCheck.push(s.id);
+  }
+  return { full, quota, ejected, failingHealthCheck };
 }

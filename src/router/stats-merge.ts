@@ -9,16 +9,17 @@ import { decodeFromCompressedBase64 } from "hdr-histogram-js";
 import { describe } from "../internal/validate.js";
 import { SUMMED, deriveRates, emptyTotals } from "./stats.js";
 import { mergeShadow } from "./shadow.js";
-import type { PrefixIndexStats } from "../strategies/longest-prefix/blocks.js";
+import { mergeStrategyStats } from "../strategies/index.js";
 import { type LatencySummary, addInto, summarize } from "./target-state.js";
-import type { ResponseAffinityStats, ResponseStoreStats, RouterStats, TargetStats } from "../types.js";
+import type { RouterStats, TargetStats } from "./types.js";
+import type { ResponseAffinityStats, ResponseStoreStats } from "../openai/stats.js";
 
 /**
  * The stats of several routers (their `router.stats()`, typically collected as JSON from each
  * process) as one router's. Targets are matched by id: a target is active or ejected if it is in
  * any process; in flight and every counter add up; `share`, the rates and the latency
- * percentiles are computed from the sums. With `longest-prefix`, the index sizes add up too
- * (each process keeps its own index).
+ * percentiles are computed from the sums. A strategy's own figures add up as it declares (a
+ * prefix index's sizes, say: each process keeps its own index).
  *
  * @example
  * const fleetWide = mergeStats(await Promise.all(replicas.map((r) => r.fetchStatsJson())));
@@ -30,7 +31,6 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
   const totals = emptyTotals();
   const ttft: (LatencySummary | null)[] = [];
   const duration: (LatencySummary | null)[] = [];
-  const indexes: PrefixIndexStats[] = [];
   const affinities: ResponseAffinityStats[] = [];
   parts.forEach((part, i) => {
     if (part === null || typeof part !== "object" || !Array.isArray(part.targets) || part.totals === undefined) {
@@ -44,14 +44,14 @@ export function mergeStats(parts: readonly RouterStats[]): RouterStats {
     for (const k of SUMMED) totals[k] += part.totals[k] ?? 0;
     ttft.push(part.totals.ttftMs);
     duration.push(part.totals.durationMs ?? null);
-    if (part.prefixIndex !== undefined) indexes.push(part.prefixIndex);
     if (part.responseAffinity !== undefined) affinities.push(part.responseAffinity);
   });
   deriveRates(totals);
   totals.ttftMs = mergeLatency(ttft);
   totals.durationMs = mergeLatency(duration);
   const targets = [...byId.values()].map((list) => mergeTarget(list, totals.routed));
-  const merged: RouterStats = indexes.length === 0 ? { targets, totals } : { targets, totals, prefixIndex: mergeIndexes(indexes) };
+  // Each strategy's figures merge as its folder declares; per-process ones are left out.
+  const merged: RouterStats = { targets, totals, ...mergeStrategyStats(parts as readonly Readonly<Record<string, unknown>>[]) };
   if (affinities.length > 0) merged.responseAffinity = mergeAffinity(affinities);
   const shadow = mergeShadow(parts.map((p) => p.shadow));
   if (shadow !== undefined) merged.shadow = shadow;
@@ -90,27 +90,6 @@ export function mergeLatency(parts: readonly (LatencySummary | null | undefined)
     maxMicros = Math.max(maxMicros, Math.round(p.max * 1000));
   }
   return summarize(sum, maxMicros);
-}
-
-/** Several processes' prefix indexes: sizes add up per target. */
-function mergeIndexes(indexes: readonly PrefixIndexStats[]): PrefixIndexStats {
-  const targets = new Map<string, { id: string; blocks: number; queuedBlocks: number }>();
-  let blocks = 0;
-  let estimatedBytes = 0;
-  for (const index of indexes) {
-    blocks += index.blocks;
-    estimatedBytes += index.estimatedBytes;
-    for (const t of index.targets) {
-      const sum = targets.get(t.id);
-      if (sum === undefined) targets.set(t.id, { ...t });
-      else {
-        sum.blocks += t.blocks;
-        sum.queuedBlocks += t.queuedBlocks;
-      }
-    }
-  }
-  const capacityBlocks = Math.max(...indexes.map((i) => i.capacityBlocks));
-  return { blocks, capacityBlocks, estimatedBytes, targets: [...targets.values()] };
 }
 
 const STORE_COUNTS = ["hits", "misses", "errors", "timeouts", "skipped", "writes", "writeErrors"] as const;

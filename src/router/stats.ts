@@ -3,8 +3,10 @@
  * fleet, latencies from the merged histograms).
  */
 import { type MergedLatency, type TargetState, summarize } from "./target-state.js";
+import { strategyStats } from "../strategies/index.js";
 import type { StrategyStats } from "../strategies/strategy.js";
-import type { PickKind, RouterStats, TargetStats } from "../types.js";
+import type { PickKind } from "../types.js";
+import type { RouterStats, TargetStats } from "./types.js";
 
 /** The counter of each pick kind on {@link TargetState}. */
 export const KIND_COUNTER = {
@@ -63,8 +65,7 @@ export function buildStats(states: readonly TargetState[], now: number, strategy
   return {
     targets,
     totals,
-    ...(strategy?.prefixIndex !== undefined && { prefixIndex: strategy.prefixIndex }),
-    ...(strategy?.prefill !== undefined && { prefill: strategy.prefill }),
+    ...strategyStats(strategy),
   };
 }
 

@@ -4,6 +4,8 @@
  * still open, so a late `release()` always lands on the object it incremented.
  */
 import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
+import { type PredictionVerdict, judgePrediction } from "../closed-loop/closed-loop.js";
+import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 
 /** Consecutive failures, ejection and backoff (Envoy's outlier-detection model, simplified). */
 export interface EjectionPolicy {
@@ -114,6 +116,23 @@ export class TargetState {
   mergeInto(into: MergedLatency): void {
     into.ttft = addInto(into.ttft, this.ttft);
     into.duration = addInto(into.duration, this.duration);
+  }
+
+  /**
+   * Counts the usage a released lease reported, and judges the prediction its pick made (the
+   * closed loop's rule, `closed-loop.ts`, with miss ratio `ratio`). Returns the verdict.
+   */
+  recordUsage(predicted: number | undefined, outcome: LeaseOutcome, info: ReleaseInfo | undefined, ratio: number): PredictionVerdict {
+    let verdict: PredictionVerdict;
+    if (typeof info?.promptTokens === "number" && info.promptTokens >= 0) this.promptTokens += info.promptTokens;
+    if (info !== undefined && typeof info.cachedTokens === "number" && info.cachedTokens >= 0) {
+      this.cachedTokens += info.cachedTokens;
+      if (predicted !== undefined) this.predictedCachedTokens += predicted;
+      verdict = judgePrediction(predicted, outcome, info, ratio);
+      if (verdict !== undefined) this.predictions++;
+      if (verdict === "miss") this.predictionMisses++;
+    }
+    return verdict;
   }
 }
 

@@ -18,9 +18,10 @@
  */
 import { isRouterError } from "../errors.js";
 import type { RoutingMode } from "./routing-input.js";
+import type { InputKind } from "../types.js";
 
 /** How a decision's routing input was read. */
-export type InputKind = "canonical" | "raw";
+export type { InputKind };
 
 /** True for the error that sends a body to the raw-prefix fallback. */
 export function needsRawPrefix(error: unknown): boolean {

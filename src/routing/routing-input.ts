@@ -25,9 +25,10 @@
  * (`internal/json-scan.ts`), then the canonical prefix is written from the scanned spans
  * (`internal/canonical-tape.ts`) — byte for byte what `canonicalize(JSON.parse(text))` begins with.
  */
-import { canonicalPrefix, canonicalize, parseJson, writeCanonicalPrefix } from "./canonical-json.js";
-import { type Collector, LengthCollector, TextCollector, Utf16Collector, truncateCodePoints } from "./prompt-collector.js";
-import { RouterError } from "../errors.js";
+import { canonicalPrefix, parseJson, writeCanonicalPrefix } from "./canonical-json.js";
+import { TextCollector, truncateCodePoints } from "./prompt-collector.js";
+import { promptText, renderPrompt } from "./prompt-text.js";
+import { measurePrompt } from "./prompt-length.js";
 import { writeCanonicalTape } from "./canonical-tape.js";
 import { scanJson } from "./json-scan.js";
 import { parseJsonText } from "../internal/json-parse.js";
@@ -55,9 +56,6 @@ export const DEFAULT_KEY_SCOPE: KeyScope = "auto";
  * prefill to be worth one key for everybody who shares them (the smallest `prefixLength`).
  */
 export const MIN_SCOPED_LENGTH = 1024;
-
-/** Canonical JSON past the routing prefix counted towards a prompt's length, at most (units). */
-const LENGTH_JSON_CAP = 1 << 20;
 
 /** Options of {@link routingInput}. */
 export interface RoutingInputOptions {
@@ -102,27 +100,13 @@ export function textRouting(body: unknown, prefixLength: number, scope: KeyScope
   renderPrompt(body, out);
   const text = out.text();
   const prefix = truncateCodePoints(text, prefixLength);
-  const units = promptUnits(body);
+  const units = measurePrompt("text", body, { length: prefix.length, limit: prefixLength }, "exact");
   const lead = out.leadEnd;
   if (scope === "auto" && lead !== undefined && lead >= MIN_SCOPED_LENGTH && lead < prefix.length && units !== undefined && 2 * lead >= units) {
     // The lead ends at a message boundary: no surrogate pair is cut.
     return { prefix: text.slice(0, lead), units };
   }
   return { prefix, units };
-}
-
-/** @internal UTF-16 units of the whole prompt text of `body` (text mode), `undefined` when not known exactly. */
-export function promptUnits(body: unknown): number | undefined {
-  const out = new LengthCollector(LENGTH_JSON_CAP);
-  renderPrompt(body, out);
-  return out.exact ? out.units : undefined;
-}
-
-/** @internal Bytes of a raw body (bytes mode): its length when it is bytes or text, `undefined` for a value. */
-export function bodyBytes(body: unknown): number | undefined {
-  if (typeof body === "string") return body.length;
-  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) return body.byteLength;
-  return undefined;
 }
 
 /** @internal The first `prefixLength` bytes of the body's canonical JSON, or of its raw bytes (a view of `out`'s buffer). */
@@ -206,245 +190,6 @@ function firstNonSpace(body: string | Uint8Array): number {
 export function textPrefix(body: unknown, prefixLength: number): string {
   const text = promptText(body, prefixLength * 2);
   return truncateCodePoints(text, prefixLength);
-}
-
-/**
- * Structure markers. Each is U+0000 followed by one ASCII letter. Content has every U+0000
- * doubled, so a single U+0000 followed by a letter can only be a marker: two bodies with
- * different message structure can never produce the same text.
- */
-const M = {
-  tools: "\u0000T",
-  instructions: "\u0000S",
-  message: "\u0000m",
-  name: "\u0000n",
-  content: "\u0000c",
-  toolCalls: "\u0000F",
-  toolCallId: "\u0000I",
-  prompt: "\u0000p",
-  input: "\u0000i",
-  text: "\u0000t",
-  image: "\u0000g",
-  audio: "\u0000a",
-  file: "\u0000f",
-  other: "\u0000o",
-} as const;
-
-/**
- * The prompt text of an OpenAI-style body, in rendering order, with structure markers. Stops
- * once at least `budget` UTF-16 units are collected (the caller keeps a prefix of it).
- *
- * - `tools`: marker + canonical JSON of the array. First in chat and completions bodies (chat
- *   templates render tools before the messages); last in Responses API bodies (no `messages`,
- *   no `prompt`), which read `instructions`, then `input` items, then `tools`: message text
- *   first, as SageMaker's OpenAI-compatible routing reads it.
- * - `instructions` (responses): marker + the text.
- * - `messages` (chat) and `input` items with a `role` (responses): per message, a marker, the
- *   role, optionally a name marker and the name, then a content marker and the content. String
- *   content counts as one text part (chat templates render `"hi"` and
- *   `[{ type: "text", text: "hi" }]` alike); array content part by part: text parts (`text`, `input_text`, `output_text`,
- *   `refusal`) by their text, images by their URL (`image_url.url` or `image_url`), audio by its
- *   data, files by `file_id`, else `filename` + `file_data`; any other part by its canonical JSON.
- *   Assistant `tool_calls` and a tool message's `tool_call_id` follow as canonical JSON / text.
- * - `prompt` (completions) and `input` (embeddings, responses): a string as is; an array of
- *   strings one by one; token arrays as canonical JSON.
- * @internal
- */
-export function promptText(body: unknown, budget = Number.POSITIVE_INFINITY): string {
-  const out = new TextCollector(budget);
-  renderPrompt(body, out);
-  return out.text();
-}
-
-/**
- * @internal Writes the text-mode routing input of `body` — the first `maxPoints` code points of its
- * prompt text — into `out` (begun with a limit of at least 4 × `maxPoints` bytes) as UTF-16LE, the
- * pieces straight from the body: equal to the UTF-16LE bytes of `textPrefix(body, maxPoints)`.
- */
-export function writeTextInput(body: unknown, maxPoints: number, out: PrefixWriter): void {
-  renderPrompt(body, new Utf16Collector(maxPoints, out));
-}
-
-/** The walk of {@link promptText}: the body's prompt pieces, in rendering order, into `out` until it is full. */
-function renderPrompt(body: unknown, out: Collector): void {
-  const obj = asObject(body);
-  // A Responses API body (no `messages`, no `prompt`): instructions, input items, then tools.
-  if (obj.messages === undefined && obj.prompt === undefined) {
-    const instructions = typeof obj.instructions === "string";
-    if (instructions) out.field(M.instructions, obj.instructions as string);
-    if (Array.isArray(obj.input)) pushItems(out, obj.input, instructions);
-    else {
-      if (instructions) out.markLead();
-      if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
-    }
-    if (obj.tools !== undefined) out.json(M.tools, obj.tools);
-    return;
-  }
-  if (obj.tools !== undefined) out.json(M.tools, obj.tools);
-  if (typeof obj.instructions === "string") out.field(M.instructions, obj.instructions);
-  if (Array.isArray(obj.messages)) {
-    let leading = true;
-    let system = false;
-    const single = oneAfterLead(obj.messages);
-    for (const message of obj.messages) {
-      if (out.full) break;
-      if (leading && !isSystem(message)) {
-        leading = false;
-        if (system && single) out.markLead();
-      }
-      system ||= leading;
-      pushMessage(out, message);
-    }
-  }
-  if (obj.prompt !== undefined) pushPromptLike(out, M.prompt, obj.prompt);
-  if (obj.input !== undefined) pushPromptLike(out, M.input, obj.input);
-}
-
-function asObject(body: unknown): Record<string, unknown> {
-  let value = body;
-  if (typeof body === "string" || body instanceof Uint8Array) {
-    value = parseJson(body);
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new RouterError(
-      "ERR_INVALID_BODY",
-      `Text mode reads an OpenAI-style JSON object body (chat, completions, responses or embeddings), got ${
-        value === null ? "null" : Array.isArray(value) ? "an array" : typeof value
-      }`,
-    );
-  }
-  return value as Record<string, unknown>;
-}
-
-function pushMessage(out: Collector, message: unknown): void {
-  if (message === null || typeof message !== "object") {
-    out.push(M.other, canonicalizeOrString(message));
-    return;
-  }
-  const m = message as Record<string, unknown>;
-  out.field(M.message, typeof m.role === "string" ? m.role : "");
-  if (typeof m.name === "string") out.field(M.name, m.name);
-  out.push(M.content);
-  pushContent(out, m.content);
-  if (m.tool_calls !== undefined) out.json(M.toolCalls, m.tool_calls);
-  if (typeof m.tool_call_id === "string") out.field(M.toolCallId, m.tool_call_id);
-}
-
-function pushContent(out: Collector, content: unknown): void {
-  if (typeof content === "string") {
-    if (content.length > 0) out.field(M.text, content);
-    return;
-  }
-  if (!Array.isArray(content)) {
-    if (content !== undefined && content !== null) out.json(M.other, content);
-    return;
-  }
-  for (const part of content) {
-    if (out.full) return;
-    pushPart(out, part);
-  }
-}
-
-function pushPart(out: Collector, part: unknown): void {
-  if (typeof part === "string") {
-    out.field(M.text, part);
-    return;
-  }
-  if (part === null || typeof part !== "object") {
-    out.push(M.other, canonicalizeOrString(part));
-    return;
-  }
-  const p = part as Record<string, unknown>;
-  const text = typeof p.text === "string" ? p.text : typeof p.refusal === "string" ? p.refusal : undefined;
-  if (text !== undefined) {
-    out.field(M.text, text);
-    return;
-  }
-  const image = p.image_url;
-  if (typeof image === "string") {
-    out.field(M.image, image);
-    return;
-  }
-  if (image !== null && typeof image === "object" && typeof (image as { url?: unknown }).url === "string") {
-    out.field(M.image, (image as { url: string }).url);
-    return;
-  }
-  const audio = p.input_audio;
-  if (audio !== null && typeof audio === "object" && typeof (audio as { data?: unknown }).data === "string") {
-    out.field(M.audio, (audio as { data: string }).data);
-    return;
-  }
-  const file = (p.file ?? p) as Record<string, unknown>;
-  if (typeof file.file_id === "string") {
-    out.field(M.file, file.file_id);
-    return;
-  }
-  if (typeof file.file_data === "string") {
-    out.field(M.file, typeof file.filename === "string" ? file.filename : "");
-    out.field(M.file, file.file_data);
-    return;
-  }
-  out.json(M.other, part);
-}
-
-/**
- * Exactly one message follows the leading system messages: a single-turn request (a question
- * after a system prompt). A conversation's later turns keep their own prefix as key, so a
- * conversation moves at most once, after its first turn, when it has little history to lose.
- */
-function oneAfterLead(messages: readonly unknown[]): boolean {
-  let i = 0;
-  while (i < messages.length && isSystem(messages[i])) i++;
-  return messages.length - i === 1;
-}
-
-/** A system or developer message: what a leading system part is made of. */
-function isSystem(message: unknown): boolean {
-  if (message === null || typeof message !== "object") return false;
-  const role = (message as { role?: unknown }).role;
-  return role === "system" || role === "developer";
-}
-
-/** Responses API input items, marking where the leading system part (instructions, system items) ends. */
-function pushItems(out: Collector, items: readonly unknown[], instructions: boolean): void {
-  let system = instructions;
-  let leading = true;
-  const single = oneAfterLead(items);
-  for (const item of items) {
-    if (out.full) return;
-    if (leading && !isSystem(item)) {
-      leading = false;
-      if (system && single) out.markLead();
-    }
-    system ||= leading;
-    pushPromptItem(out, M.input, item);
-  }
-}
-
-function pushPromptItem(out: Collector, marker: string, item: unknown): void {
-  if (typeof item === "string") out.field(marker, item);
-  else if (item !== null && typeof item === "object" && !Array.isArray(item) && "role" in item) pushMessage(out, item);
-  else if (item !== null && typeof item === "object" && !Array.isArray(item) && "type" in item) pushPart(out, item);
-  else out.json(marker, item);
-}
-
-function pushPromptLike(out: Collector, marker: string, value: unknown): void {
-  if (typeof value === "string") {
-    out.field(marker, value);
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (const item of value) {
-      if (out.full) return;
-      pushPromptItem(out, marker, item);
-    }
-    return;
-  }
-  out.push(marker, canonicalizeOrString(value));
-}
-
-function canonicalizeOrString(value: unknown): string {
-  return value === undefined ? "" : canonicalize(value);
 }
 
 export { truncateCodePoints };

@@ -25,7 +25,8 @@ import { writeU32 } from "../internal/bytes.js";
 const FORMAT_VERSION = 1;
 const NO_MODEL = 0xffff_ffff;
 
-type XXHashAPI = Awaited<ReturnType<typeof xxhash>>;
+/** xxhash-wasm's API, loaded once per process. */
+export type XXHashAPI = Awaited<ReturnType<typeof xxhash>>;
 
 /** The WebAssembly hasher compiles once per process; this promise is constant once created. */
 let hasherPromise: Promise<XXHashAPI> | undefined;

@@ -30,10 +30,11 @@ import { checkTargetFields, adapterRouter } from "../adapter/targets.js";
 import { TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
 import { checkOneOf, describe } from "../internal/validate.js";
-import { type RouterOptions, validateTargets, withTargetCheck } from "../options.js";
-import { createRouter } from "../router/router.js";
+import { type RouterOptions, validateTargets } from "../options.js";
+import { createRouterWith } from "../router/router.js";
 import type { RoutingMode } from "../routing/routing-input.js";
-import type { Lease, RouteRequest, Router } from "../types.js";
+import type { Lease, RouteRequest } from "../types.js";
+import type { Router } from "../router/types.js";
 import { objectOf, prepareBody, readBody, saltBody } from "./body.js";
 import { judgeSageMakerError } from "./errors.js";
 import { LeasedEventStream } from "./stream.js";
@@ -129,7 +130,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   // Only an absent option takes the default: `null` is an invalid value, named as such.
   const mode = checkOneOf("mode", routerOptions.mode === undefined ? DEFAULT_SAGEMAKER_MODE : routerOptions.mode, ["bytes", "text"] as const);
   validateSageMakerTargets(options.targets);
-  const core = await createRouter<SageMakerTarget>(withTargetCheck({ ...routerOptions, mode }, validateSageMakerTargets));
+  const core = await createRouterWith<SageMakerTarget>({ ...routerOptions, mode }, { targetCheck: validateSageMakerTargets });
   const router = adapterRouter(core);
   const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry(), identity);
 

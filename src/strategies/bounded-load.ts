@@ -19,7 +19,7 @@
 import type { TargetSpec } from "../types.js";
 import type { Commitment, PickContext, StrategyEnv, StrategyFactory, StrategyPick, StrategySpec } from "./strategy.js";
 import { checkInteger, checkNumber, describe, orDefault } from "../internal/validate.js";
-import { alignById } from "./helpers/by-id.js";
+import { alignById } from "./shared/by-id.js";
 
 /** Options of {@link boundedLoad}. */
 export interface BoundedLoadOptions {

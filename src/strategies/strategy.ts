@@ -12,10 +12,10 @@
  * 3. {@link RoutingStrategy.commit} records the pick once the lease is taken, and may return
  *    hooks that run at the response's first byte and at the lease's release.
  */
-import type { PrefixIndexStats } from "./longest-prefix/blocks.js";
-import type { PrefillStats } from "./helpers/prefill-saturation.js";
 import type { RoutingMode } from "../routing/routing-input.js";
-import type { Clock, LeaseOutcome, PickKind, ReleaseInfo, Strategy, TargetSpec } from "../types.js";
+import type { Clock, LeaseOutcome, PickKind, ReleaseInfo, TargetSpec } from "../types.js";
+import type { BuiltInReasonFields, Strategy } from "./built-in.js";
+import type { BuiltInStrategyStats } from "./built-in-stats.js";
 
 /** A request as strategies see it, read and validated once by the router. */
 export interface StrategyRequest {
@@ -82,8 +82,12 @@ export interface PickContext<T extends TargetSpec = TargetSpec> {
   score(i: number, keyHi: number, keyLo: number): number;
 }
 
-/** A strategy's choice. */
-export interface StrategyPick {
+/**
+ * A strategy's choice. A registered strategy adds the reason fields it declares
+ * (`StrategyDefinition.reasonFields`; the built-ins': {@link BuiltInReasonFields}), reported in the
+ * decision's reason (`Decision.reason`).
+ */
+export interface StrategyPick extends Readonly<BuiltInReasonFields> {
   /** Index of the chosen target in {@link PickContext.targets}. */
   readonly index: number;
   /** What the pick was (`preferred`, `spillover`, `fallback`, …). */
@@ -102,22 +106,14 @@ export interface StrategyPick {
   readonly predictedCachedTokens?: number | undefined;
   /**
    * Work this pick queues on the target until the response's first byte, in the strategy's own
-   * unit (`longest-prefix`: uncached blocks). A shared load view that carries it (`redis`) adds
+   * unit (uncached blocks, say). A shared load view that carries it (`redis`) adds
    * it to the fleet-wide figure other routers read through {@link PickContext.othersQueuedWork}.
    */
   readonly work?: number;
   /**
-   * Figures reported in the decision's reason (`Decision.reason`), for a strategy that matches
-   * blocks (`longest-prefix`): leading blocks of the request the chosen target holds, the most
-   * any candidate holds, and the request's blocks.
-   */
-  readonly matchedBlocks?: number;
-  readonly longestMatchBlocks?: number;
-  readonly blocks?: number;
-  /**
-   * The same work in prompt tokens (`longest-prefix`: its uncached blocks × `blockSize` at the
-   * target's learned characters per token), for a view that counts tokens (`engine`): it subtracts this router's
-   * own from the engine's figure, so they are not counted twice.
+   * The same work in prompt tokens (uncached blocks × block size at the target's learned
+   * characters per token, say), for a view that counts tokens (`engine`): it subtracts this
+   * router's own from the engine's figure, so they are not counted twice.
    */
   readonly workTokens?: number;
 }
@@ -139,13 +135,11 @@ export interface Commitment {
   release?(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void;
 }
 
-/** What a strategy may report under `router.stats()`. */
-export interface StrategyStats {
-  /** A prefix index's statistics (`longest-prefix`). */
-  prefixIndex?: PrefixIndexStats;
-  /** Uncached prefill tokens in flight and their bounds (`prefix-aware` with `saturation: "tokens"`). */
-  prefill?: PrefillStats;
-}
+/**
+ * What a strategy may report under `router.stats()`: the figures registered strategies declare
+ * (`StrategyDefinition.stats`; the built-ins': {@link BuiltInStrategyStats}).
+ */
+export interface StrategyStats extends BuiltInStrategyStats {}
 
 /**
  * A routing strategy. Only `name` and `pick` are required.

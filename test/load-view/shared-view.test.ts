@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LoadView, type TargetSpec, createRouter, isRouterError } from "prefix-router";
-import type { LoadViewStats } from "../../src/types.js";
+import type { LoadViewStats } from "../../src/load-view/view.js";
 import { Rng } from "../../tools/sim/random.js";
 
 /** A view whose figures the test sets. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { createRouter, type Lease, type LoadView, type Logger, type Router, DEFAULTS } from "prefix-router";
 import fc from "fast-check";
-import { CHARS_PER_TOKEN, MIN_PREDICTED_TOKENS, MIN_RATIO_SAMPLE_UNITS, TOKEN_RATIO_RANGE, TokenRatio, judgePrediction } from "../../src/router/closed-loop.js";
-import { promptUnits } from "../../src/routing/routing-input.js";
+import { CHARS_PER_TOKEN, MIN_PREDICTED_TOKENS, MIN_RATIO_SAMPLE_UNITS, TOKEN_RATIO_RANGE, TokenRatio, judgePrediction } from "../../src/closed-loop/closed-loop.js";
+import { promptUnits } from "../../src/routing/prompt-length.js";
 import { FakeClock } from "../support.js";
 
 const ab = [{ id: "a" }, { id: "b" }];

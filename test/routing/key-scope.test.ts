@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { createRouter, routingInput, type KeyScope } from "prefix-router";
-import { MIN_SCOPED_LENGTH, promptUnits, textRouting } from "../../src/routing/routing-input.js";
+import { MIN_SCOPED_LENGTH, textRouting } from "../../src/routing/routing-input.js";
+import { promptUnits } from "../../src/routing/prompt-length.js";
 
 const input = (body: unknown, keyScope?: KeyScope, prefixLength = 4096) => routingInput(body, { mode: "text", prefixLength, ...(keyScope && { keyScope }) });
 const words = (seed: string, n: number) => `${seed}: `.padEnd(n, `${seed} lorem ipsum `);

@@ -27,7 +27,8 @@
 import { writeU32 } from "../../internal/bytes.js";
 import { PrefixWriter } from "../../routing/prefix-writer.js";
 import { xxh32 } from "./xxh32.js";
-import { type RoutingMode, writeBytesInput, writeTextInput } from "../../routing/routing-input.js";
+import { type RoutingMode, writeBytesInput } from "../../routing/routing-input.js";
+import { writeTextInput } from "../../routing/prompt-text.js";
 
 /** The xxHash function the chain's first seed needs (xxhash-wasm's raw API). */
 export interface XXHashAPI {

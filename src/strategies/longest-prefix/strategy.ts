@@ -35,12 +35,11 @@
  * scores and O(T) scans for a low-match request); commit: O(n) LRU updates and O(T) share counts.
  */
 import type { RoutingMode } from "../../routing/routing-input.js";
-import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
-import { alignById } from "../helpers/by-id.js";
-import { type ClosedLoopEnv, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../../router/closed-loop.js";
-import { leastLoaded } from "../helpers/fallback.js";
-import { leastOutstandingPick } from "../least-outstanding.js";
+import { alignById } from "../shared/by-id.js";
+import type { ClosedLoopEnv } from "../../closed-loop/closed-loop.js";
+import { leastLoaded, leastOutstandingPick } from "../shared/fallback.js";
+import { type IndexOwner, QueuedPrefill, Slot } from "./queued-prefill.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
 import { type BlockChain, ChainHasher, type XXHashAPI } from "./chain.js";
@@ -67,65 +66,16 @@ interface LongestPrefixPick extends StrategyPick {
   readonly weight: number;
 }
 
-/** A target's index, the prefill queued on it and its run of prediction misses. */
-class Slot implements MissRun {
-  misses = 0;
-  /** The target's characters (or bytes) per token, learned from its responses. */
-  readonly ratio = new TokenRatio();
-  /**
-   * Uncached blocks of the requests routed here that have not yet produced their first byte: the
-   * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
-   */
-  pending = 0;
-  constructor(readonly blocks: TargetBlocks) {}
-}
-
-/**
- * The prefill a pick put on its target's queue: the blocks of the request the target did not
- * hold. It counts in the target's backlog from the pick until the response's first byte or the
- * lease's release, whichever comes first. A request that fails before its first byte (refused, a
- * 4xx or 5xx answer) was never prefilled there: the blocks the pick added leave the target's
- * index again, so the next request with that prefix is not sent after a cache that does not
- * exist. Approximate like the index: blocks another request sent to the same target meanwhile go
- * too (that prefix is new again, and rendezvous hashing places it on the same first candidate).
- */
-class QueuedPrefill implements Commitment {
-  private pendingWork: number;
-
-  constructor(
-    private readonly slot: Slot,
-    work: number,
-    /** The chain's full-block keys; the pick added `keys[from..n)` to the target's index. */
-    private readonly keys: Int32Array,
-    private readonly from: number,
-    private readonly n: number,
-    private readonly predicted: number | undefined,
-    private readonly owner: LongestPrefix,
-    /** The whole request's routing input (characters or bytes), `undefined` when the chain stopped at its maximum. */
-    private readonly units: number | undefined,
-  ) {
-    this.pendingWork = work;
-  }
-
-  firstByte(): void {
-    this.slot.pending -= this.pendingWork;
-    this.pendingWork = 0;
-  }
-
-  release(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void {
-    const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
-    if (failed && !sawFirstByte && this.from < this.n) this.slot.blocks.forget(this.keys, this.from);
-    this.firstByte();
-    if (outcome === "success") this.slot.ratio.learn(this.units, info?.promptTokens);
-    const loop = this.owner.closedLoop;
-    if (loop !== undefined && countVerdict(this.slot, judgePrediction(this.predicted, outcome, info, loop.ratio), loop)) {
-      this.owner.forget(this.slot, this.keys, this.n);
-    }
-  }
+/** What `longest-prefix` needs from its router. */
+export interface LongestPrefixEnv extends ClosedLoopEnv {
+  readonly xxhash: XXHashAPI;
+  readonly seed: bigint;
+  readonly mode: RoutingMode;
+  readonly clock: { now(): number };
 }
 
 /** The `longest-prefix` strategy of one router. Synchronous and allocation-light; no module-level state. */
-export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain> {
+export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain>, IndexOwner {
   readonly name: string = "longest-prefix";
   private readonly settings: IndexSettings;
   private readonly shares: ShareTracker;
@@ -136,13 +86,10 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
   private readonly byId = new Map<string, Slot>();
 
   constructor(
-    api: XXHashAPI,
-    seed: bigint,
-    mode: RoutingMode,
+    private readonly loop: LongestPrefixEnv,
     readonly config: LongestPrefixConfig,
-    clock: { now(): number },
-    private readonly loop: ClosedLoopEnv,
   ) {
+    const { xxhash: api, seed, mode, clock } = loop;
     this.settings = { capacityBlocks: config.capacityBlocks, ttlMs: config.ttlMs, clock, originMs: clock.now() };
     this.shares = new ShareTracker(config.loadWindow);
     this.hasher = new ChainHasher(api, seed, mode, config);
@@ -167,7 +114,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
     if (chain === undefined) return leastOutstandingPick(ctx);
-    const p = new Placement(ctx, this.rankingOf(ctx, chain), this.shares.bound(ctx), chain, this.config, this.slots);
+    const p = new Placement({ ctx, r: this.rankingOf(ctx, chain), bound: this.shares.bound(ctx), slots: this.slots }, chain, this.config);
     if (2 * p.r.M < p.blocks || p.common) {
       const j = p.agreed(this.config.exclusive ? EXCLUSIVE_QUEUE_RATIO : QUEUE_RATIO);
       if (j !== -1) return p.picked(j);
@@ -191,7 +138,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     const from = chain.n + 1 - work;
     const units = chain.length / (this.hasher.blockBytes / this.config.blockSize);
     const whole = units < this.config.maxInputLength ? units : undefined;
-    return new QueuedPrefill(slot, work, chain.keys, from, chain.n, pick.predictedCachedTokens, this, whole);
+    return new QueuedPrefill(slot, this, { work, keys: chain.keys, from, n: chain.n, predicted: pick.predictedCachedTokens, units: whole });
   }
 
   /** @internal The closed loop's settings (`undefined`: off). */
@@ -242,14 +189,17 @@ class Placement {
   /** Characters (or bytes) per block. */
   private readonly blockSize: number;
 
-  constructor(
-    private readonly ctx: Ctx,
-    readonly r: ChainRanking,
-    private readonly bound: LoadBound,
-    chain: BlockChain,
-    config: LongestPrefixConfig,
-    private readonly slots: readonly Slot[],
-  ) {
+  private readonly ctx: Ctx;
+  readonly r: ChainRanking;
+  private readonly bound: LoadBound;
+  private readonly slots: readonly Slot[];
+
+  constructor(decision: Readonly<{ ctx: Ctx; r: ChainRanking; bound: LoadBound; slots: readonly Slot[] }>, chain: BlockChain, config: LongestPrefixConfig) {
+    const { ctx, r, bound, slots } = decision;
+    this.ctx = ctx;
+    this.r = r;
+    this.bound = bound;
+    this.slots = slots;
     this.blocks = chain.n + 1;
     this.common = r.group > 1;
     this.c = config.loadFactor;

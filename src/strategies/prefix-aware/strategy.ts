@@ -22,45 +22,28 @@
  * misses the target's recent keys are forgotten, so the predictions (and the predicted-vs-actual
  * metrics) start over with the target's empty cache.
  *
- * Running keys (`spreadRunningKeys`): a request whose first choice is already running a request of
- * the same key (from this router) goes to the first of the key's next choices that is open and not
- * running it — for engines whose cache is private to a running request (llama.cpp's slots), where
- * a second request for a running prefix starts cold anyway. Engines with a shared paged cache
- * (vLLM, SGLang) serve it warm on the first choice. `"auto"` (the default) spreads only on a target
- * whose responses to such second requests were mostly misses (decayed counts, at least
- * {@link PRIVATE_CACHE_EVIDENCE}); `true` always, `false` never.
+ * Running keys (`spreadRunningKeys`): running-keys.ts.
  */
 import { LRUCache } from "lru-cache";
-import type { LeaseOutcome, ReleaseInfo } from "../types.js";
-import { alignById } from "./helpers/by-id.js";
-import { type ClosedLoopEnv, DEFAULT_CLOSED_LOOP, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../router/closed-loop.js";
-import { PrefillSaturation, PrefillTarget, promptUnits } from "./helpers/prefill-saturation.js";
-import { DEFAULT_PREFIX_AWARE, type PrefixAwareConfig } from "./helpers/prefix-aware-options.js";
-import type { RoutingMode } from "../routing/routing-input.js";
-import type { Clock } from "../types.js";
-import { leastLoaded, inflightPerWeight } from "./helpers/fallback.js";
-import { leastOutstandingPick } from "./least-outstanding.js";
-import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "./strategy.js";
-import { twoChoiceFallback, twoChoiceSpill } from "./helpers/two-choices.js";
-import { splitKey } from "../routing/rendezvous.js";
+import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
+import { alignById } from "../shared/by-id.js";
+import { type ClosedLoopEnv, DEFAULT_CLOSED_LOOP, type MissRun, TokenRatio, countVerdict, judgePrediction } from "../../closed-loop/closed-loop.js";
+import { measurePrompt } from "../../routing/prompt-length.js";
+import type { PrefixKey } from "../../routing/prefix-key.js";
+import { PrefillSaturation, PrefillTarget } from "./saturation.js";
+import { RunningKeys, spreads } from "./running-keys.js";
+import { DEFAULT_PREFIX_AWARE, type PrefixAwareConfig } from "./options.js";
+import type { RoutingMode } from "../../routing/routing-input.js";
+import type { Clock } from "../../types.js";
+import { inflightPerWeight, leastLoaded, leastOutstandingPick } from "../shared/fallback.js";
+import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
+import { twoChoiceFallback, twoChoiceSpill } from "../shared/two-choices.js";
+import { splitKey } from "../../routing/rendezvous.js";
 
 type Ctx = PickContext<{ id: string }>;
 
 /** Keys remembered per target for predictions: about what a replica's prefix cache holds of 1,000-token prefixes. */
 export const RECENT_KEYS_PER_TARGET = 4096;
-
-/** A request's routing input: its key and the length of the prefix the key covers (characters or bytes). */
-export interface PrefixKey {
-  readonly key: bigint;
-  readonly length: number;
-  /** Length of the whole prompt's routing input (characters or bytes), when the router read it whole. */
-  readonly units?: number | undefined;
-}
-
-/** Judged responses (decayed: two in a row make 1.9) of requests sent while their key ran on the target, before `"auto"` decides. */
-const PRIVATE_CACHE_EVIDENCE = 1.5;
-/** Weight kept by older evidence at each new verdict. */
-const PRIVATE_CACHE_DECAY = 0.9;
 
 /** What `prefix-aware` needs from its router. */
 export interface PrefixAwareEnv extends ClosedLoopEnv {
@@ -68,8 +51,6 @@ export interface PrefixAwareEnv extends ClosedLoopEnv {
   routingPrefix(request: StrategyRequest): PrefixKey | undefined;
   readonly mode: RoutingMode;
   readonly clock: Clock;
-  /** `RouterOptions.prefixAware`, validated. */
-  readonly prefixAware: PrefixAwareConfig;
 }
 
 /** A target's recent keys, its run of prediction misses, its characters per token and the keys it runs. */
@@ -78,19 +59,11 @@ class Recent implements MissRun {
   readonly keys = new LRUCache<bigint, true>({ max: RECENT_KEYS_PER_TARGET });
   readonly ratio = new TokenRatio();
   /** Requests in flight from this router on the target, by key. */
-  readonly running = new Map<bigint, number>();
-  /** Decayed verdicts on requests sent while their key ran here: warm (a shared cache) or cold (private ones). */
-  concurrentHits = 0;
-  concurrentMisses = 0;
+  readonly running = new RunningKeys();
   /** Uncached prefill tokens in flight (`saturation: "tokens"`). */
   readonly prefill: PrefillTarget;
   constructor(readonly id: string) {
     this.prefill = new PrefillTarget(id);
-  }
-
-  /** Its responses say a running request's prefix is not shared with a second one (llama.cpp's slots). */
-  get privateCache(): boolean {
-    return this.concurrentHits + this.concurrentMisses >= PRIVATE_CACHE_EVIDENCE && this.concurrentMisses > this.concurrentHits;
   }
 }
 
@@ -111,18 +84,12 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
   private readonly saturation: PrefillSaturation | undefined;
   private readonly spread: boolean | "auto";
 
-  constructor(private readonly env: PrefixAwareEnv) {
-    const o = env.prefixAware ?? DEFAULT_PREFIX_AWARE;
+  constructor(
+    private readonly env: PrefixAwareEnv,
+    o: PrefixAwareConfig = DEFAULT_PREFIX_AWARE,
+  ) {
     this.saturation = o.saturation === "tokens" ? new PrefillSaturation(o.ttftPenaltyMs, env.clock) : undefined;
     this.spread = o.spreadRunningKeys;
-  }
-
-  /** Whether a second request for a key running on target i should go elsewhere. */
-  private spreads(i: number, key: bigint): boolean {
-    if (this.spread === false) return false;
-    const recent = this.recent[i];
-    if (recent === undefined || !recent.running.has(key)) return false;
-    return this.spread === true || recent.privateCache;
   }
 
   setTargets(targets: readonly { readonly id: string }[]): void {
@@ -133,7 +100,7 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     if (request.body === undefined) return undefined;
     const prefix = this.env.routingPrefix(request);
     if (prefix === undefined || this.saturation === undefined || prefix.units !== undefined) return prefix;
-    return { ...prefix, units: promptUnits(this.env.mode, request.body, prefix.length) };
+    return { ...prefix, units: measurePrompt(this.env.mode, request.body, { length: prefix.length, limit: prefix.length }, "estimate") };
   }
 
   /** `stats().prefill` with `saturation: "tokens"`. */
@@ -159,23 +126,17 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     const hold = this.holdPrefill(ctx, recent, input);
     recent.keys.set(input.key, true);
     const key = input.key;
-    const concurrent = recent.running.has(key);
-    recent.running.set(key, (recent.running.get(key) ?? 0) + 1);
+    const concurrent = recent.running.start(key);
     const { closedLoop } = this.env;
     const predicted = pick.predictedCachedTokens;
     return {
       ...(hold && { firstByte: () => hold.firstByte() }),
       release: (outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo) => {
         hold?.release(outcome, sawFirstByte, info);
-        const n = (recent.running.get(key) ?? 1) - 1;
-        if (n > 0) recent.running.set(key, n);
-        else recent.running.delete(key);
+        recent.running.end(key);
         if (outcome === "success") recent.ratio.learn(input.units, info?.promptTokens);
         const verdict = judgePrediction(predicted, outcome, info, (closedLoop ?? DEFAULT_CLOSED_LOOP).ratio);
-        if (concurrent && verdict !== undefined) {
-          recent.concurrentHits = PRIVATE_CACHE_DECAY * recent.concurrentHits + (verdict === "hit" ? 1 : 0);
-          recent.concurrentMisses = PRIVATE_CACHE_DECAY * recent.concurrentMisses + (verdict === "miss" ? 1 : 0);
-        }
+        if (concurrent) recent.running.judge(verdict);
         if (closedLoop === undefined) return;
         if (!countVerdict(recent, verdict, closedLoop)) return;
         const entries = recent.keys.size;
@@ -197,7 +158,7 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     const sat = this.saturation;
     if (sat === undefined || input.units === undefined) return undefined;
     const held = recent.keys.has(input.key);
-    const hold = sat.hold(recent.prefill, this.uncachedOn(recent, input), ctx.now, input.key, input.units, held);
+    const hold = sat.hold(recent.prefill, { uncached: this.uncachedOn(recent, input), startMs: ctx.now, key: input.key, units: input.units, held });
     return { firstByte: () => hold.firstByte(), release: (outcome, _sawFirstByte, info) => hold.release(outcome, info) };
   }
 
@@ -221,7 +182,7 @@ export class PrefixAware implements RoutingStrategy<{ id: string }, PrefixKey> {
     for (let j = 1; j < candidates.length; j++) if ((scores[j] as number) > (scores[best] as number)) best = j;
     const first = candidates[best] as number;
     if (isOpen(first)) {
-      if (!this.spreads(first, input.key)) return { index: first, kind: "preferred", rank: 0 };
+      if (!spreads(this.spread, this.recent[first]?.running, input.key)) return { index: first, kind: "preferred", rank: 0 };
       const order = sortByScore(candidates, scores);
       for (let r = 1; r < order.length; r++) {
         const i = order[r] as number;

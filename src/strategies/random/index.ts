@@ -3,7 +3,8 @@
  * nor ejected (ejected ones only when nothing else is left). SageMaker's default. O(T); reads no
  * request.
  */
-import type { PickContext, RoutingStrategy, StrategyPick } from "./strategy.js";
+import type { StrategyDefinition } from "../definition.js";
+import type { PickContext, RoutingStrategy, StrategyPick } from "../strategy.js";
 
 function weightedRandomPick(ctx: PickContext<{ id: string }>): StrategyPick {
   for (let pass = 0; pass < 2; pass++) {
@@ -28,3 +29,6 @@ function weightedRandomPick(ctx: PickContext<{ id: string }>): StrategyPick {
 export function random(): RoutingStrategy {
   return { name: "random", pick: weightedRandomPick };
 }
+
+/** `random` in the registry: no settings, no figures of its own. */
+export const RANDOM: StrategyDefinition = { name: "random", create: () => random() };

@@ -27,8 +27,7 @@
  */
 import { LRUCache } from "lru-cache";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
-import { CHARS_PER_TOKEN } from "../../router/closed-loop.js";
-import { type RoutingMode, promptText } from "../../routing/routing-input.js";
+import { CHARS_PER_TOKEN } from "../../closed-loop/closed-loop.js";
 
 /** Samples the throughput fit weighs (exponential decay by 1 − 1/FIT_HORIZON per sample). */
 export const FIT_HORIZON = 256;
@@ -38,26 +37,6 @@ export const FIT_MIN_SAMPLES = 8;
 export const FIT_MIN_SPREAD_TOKENS = 256;
 /** Keys whose reported cached tokens are remembered (LRU). */
 export const CACHED_KEYS = 16_384;
-
-/**
- * The size of a request's whole routing input — characters of its prompt text (text mode), bytes
- * of its body (bytes mode; an object body by its JSON text) — at least `prefixUnits`, the part the
- * key covers. Read once per request, only with `saturation: "tokens"`.
- */
-export function promptUnits(mode: RoutingMode, body: unknown, prefixUnits: number): number {
-  let units = prefixUnits;
-  if (mode === "text") units = promptText(body).length;
-  else if (body instanceof Uint8Array || typeof body === "string") units = body.length;
-  else if (ArrayBuffer.isView(body)) units = body.byteLength;
-  else {
-    try {
-      units = JSON.stringify(body)?.length ?? prefixUnits;
-    } catch {
-      // A body the key could read but JSON.stringify cannot (a BigInt): the prefix is what is known.
-    }
-  }
-  return Math.max(units, prefixUnits);
-}
 
 /** Per-target figures of `saturation: "tokens"`, under `stats().prefill`. */
 export interface PrefillStats {
@@ -120,6 +99,20 @@ export interface PrefillHold {
   release(outcome: LeaseOutcome, info: ReleaseInfo | undefined): void;
 }
 
+/** A pick's prefill, as {@link PrefillSaturation.hold} takes it. */
+export interface PrefillPick {
+  /** Its uncached prompt tokens (estimated). */
+  readonly uncached: number;
+  /** Clock time of the pick, ms. */
+  readonly startMs: number;
+  /** Its routing key. */
+  readonly key: bigint;
+  /** Its whole routing input (characters or bytes). */
+  readonly units: number;
+  /** Whether the target was expected to hold the key cached. */
+  readonly held: boolean;
+}
+
 /** The token accounting and calibration of one router's `prefix-aware` strategy. */
 export class PrefillSaturation {
   private readonly fleet = new DecayingFit();
@@ -170,7 +163,8 @@ export class PrefillSaturation {
    * Takes a hold of `uncached` tokens on `t` for a pick committed at `startMs`. `held`: the pick
    * expected the key cached there (the response's cached tokens then teach the key's estimate).
    */
-  hold(t: PrefillTarget, uncached: number, startMs: number, key: bigint, units: number, held: boolean): PrefillHold {
+  hold(t: PrefillTarget, pick: PrefillPick): PrefillHold {
+    const { uncached, startMs, key, units, held } = pick;
     const ahead = t.inflight;
     t.inflight += uncached;
     let open = true;

@@ -1,0 +1,11 @@
+/**
+ * The built-in strategies' names and the fields their picks add to a decision's reason, as types
+ * only: the vocabulary `types.ts` and the strategy interface compose without importing a strategy.
+ */
+import type { LongestPrefixReason } from "./longest-prefix/reason.js";
+
+/** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
+export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
+
+/** The fields the built-in strategies' picks add to a decision's reason (`DecisionReason`, `StrategyPick`). */
+export interface BuiltInReasonFields extends LongestPrefixReason {}
