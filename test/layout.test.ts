@@ -65,3 +65,110 @@ describe("the layout", () => {
     expect(Object.keys(root).filter((n) => adapterNames.has(n))).toEqual([]);
   });
 });
+
+/**
+ * The layers of docs/architecture.md, top to bottom: a file may import its own layer or one below,
+ * never one above. Leaves (the shared vocabulary) stand outside: any file may import them, and they
+ * import only other leaves and `internal/`.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["src/index.ts", "src/defaults.ts", "src/openai/", "src/sagemaker/"],
+  ["src/adapter/"],
+  ["src/router/", "src/options.ts"],
+  ["src/strategies/", "src/load-view/", "src/background/", "src/telemetry/"],
+  ["src/closed-loop/", "src/routing/"],
+  ["src/internal/"],
+];
+const LEAVES = new Set([
+  "src/errors.ts",
+  "src/logger.ts",
+  "src/types.ts",
+  "src/strategies/built-in.ts",
+  "src/strategies/longest-prefix/reason.ts",
+  "src/openai/stats.ts",
+]);
+
+/** The layer of a file: 0 at the top. */
+function layerOf(file: string): number {
+  const layer = LAYERS.findIndex((prefixes) => prefixes.some((p) => (p.endsWith("/") ? file.startsWith(p) : file === p)));
+  if (layer === -1) throw new Error(`${file} is in no layer of docs/architecture.md`);
+  return layer;
+}
+
+/** The import graph of `src/`: file → the `src/` files it imports (types included). */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sources("src").filter((f) => !f.endsWith(".d.ts"))) {
+    const deps = importsOf(file)
+      .filter((s) => s.startsWith("."))
+      .map((s) => target(file, s).replace(/\.js$/, ".ts"));
+    graph.set(file, deps);
+  }
+  return graph;
+}
+
+/** Every function-like declaration in `src/` with more than `max` parameters, as "file:line name (n)". */
+function longParameterLists(max: number): string[] {
+  const out: string[] = [];
+  for (const file of sources("src").filter((f) => !f.endsWith(".d.ts"))) {
+    const sf = ts.createSourceFile(file, readFileSync(join(ROOT, file), "utf8"), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isFunctionLike(node) && node.parameters.length > max) {
+        const line = sf.getLineAndCharacterOfPosition(node.getStart()).line + 1;
+        const name = node.name?.getText(sf) ?? (ts.isConstructorDeclaration(node) ? "constructor" : "(anonymous)");
+        out.push(`${file}:${line} ${name} (${node.parameters.length})`);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
+const lines = (file: string) => readFileSync(join(ROOT, file), "utf8").split("\n").length - 1;
+
+describe("the library's layers", () => {
+  const graph = importGraph();
+
+  it("has no import circle in src/ (type imports included)", () => {
+    const state = new Map<string, "open" | "done">();
+    const circles: string[] = [];
+    const visit = (file: string, path: string[]): void => {
+      if (state.get(file) === "done") return;
+      if (state.get(file) === "open") {
+        circles.push([...path.slice(path.indexOf(file)), file].join(" → "));
+        return;
+      }
+      state.set(file, "open");
+      for (const dep of graph.get(file) ?? []) visit(dep, [...path, file]);
+      state.set(file, "done");
+    };
+    for (const file of graph.keys()) visit(file, []);
+    expect(circles).toEqual([]);
+  });
+
+  it("imports point down the layers: no file imports one above it; leaves import only leaves and internal/", () => {
+    const upward: string[] = [];
+    for (const [file, deps] of graph) {
+      for (const dep of deps) {
+        if (LEAVES.has(file)) {
+          if (!LEAVES.has(dep) && !dep.startsWith("src/internal/")) upward.push(`${file} → ${dep}`);
+        } else if (!LEAVES.has(dep) && layerOf(dep) < layerOf(file)) {
+          upward.push(`${file} → ${dep}`);
+        }
+      }
+    }
+    expect(upward).toEqual([]);
+  });
+
+  it("keeps files short: router/router.ts at most 350 lines, types.ts at most 200, every file at most 400", () => {
+    expect(lines("src/router/router.ts")).toBeLessThanOrEqual(350);
+    expect(lines("src/types.ts")).toBeLessThanOrEqual(200);
+    const long = sources("src").filter((f) => lines(f) > 400).map((f) => `${f}: ${lines(f)}`);
+    expect(long).toEqual([]);
+  });
+
+  it("has no function or constructor with more than 5 parameters (parameter objects instead)", () => {
+    expect(longParameterLists(5)).toEqual([]);
+  });
+});

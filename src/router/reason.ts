@@ -4,6 +4,7 @@
  * (`onDecision`, `RouteOptions.explain`, a recording span, the adapters' `explainHeader`); a
  * pick that missed its first choice costs one more ranking of the key then, nothing otherwise.
  */
+import { reasonFields } from "../strategies/index.js";
 import type { PickContext, StrategyPick } from "../strategies/strategy.js";
 import type { DecisionReason, TargetSpec } from "../types.js";
 
@@ -27,13 +28,15 @@ export function explainPick<T extends TargetSpec>(view: PickContext<T>, pick: St
     }
   }
   if (pick.predictedCachedTokens !== undefined) reason.predictedCachedTokens = pick.predictedCachedTokens;
-  if (pick.matchedBlocks !== undefined) reason.matchedBlocks = pick.matchedBlocks;
-  if (pick.longestMatchBlocks !== undefined) reason.longestMatchBlocks = pick.longestMatchBlocks;
-  if (pick.blocks !== undefined) reason.blocks = pick.blocks;
+  // The fields registered strategies declare (`StrategyDefinition.reasonFields`), as the pick gives them.
+  for (const field of reasonFields()) {
+    const value = (pick as unknown as Readonly<Record<string, unknown>>)[field];
+    if (value !== undefined) (reason as unknown as Record<string, unknown>)[field] = value;
+  }
   return reason;
 }
 
-/** The order of {@link DecisionReason}'s fields in the header encoding. */
+/** The order of {@link DecisionReason}'s own fields in the header encoding; the strategies' follow. */
 const FIELDS = [
   "kind",
   "rank",
@@ -43,9 +46,6 @@ const FIELDS = [
   "preferredInflight",
   "passedOver",
   "predictedCachedTokens",
-  "matchedBlocks",
-  "longestMatchBlocks",
-  "blocks",
 ] as const satisfies readonly (keyof DecisionReason)[];
 
 /**
@@ -56,8 +56,8 @@ const FIELDS = [
  */
 export function encodeReason(reason: DecisionReason): string {
   let out = "";
-  for (const name of FIELDS) {
-    const value = reason[name];
+  for (const name of [...FIELDS, ...reasonFields()]) {
+    const value = (reason as unknown as Readonly<Record<string, unknown>>)[name];
     if (value === undefined) continue;
     out += `${out === "" ? "" : ";"}${name}=${typeof value === "string" ? encodeURIComponent(value) : value}`;
   }

@@ -43,20 +43,10 @@ export const ATTR = {
   errorType: "error.type",
 } as const;
 
-/** Span attributes of a decision's reason (`Lease.reason`): `prefix_router.reason.<field in snake case>`. */
-export const REASON_ATTR = {
-  kind: "prefix_router.reason.kind",
-  rank: "prefix_router.reason.rank",
-  inflight: "prefix_router.reason.inflight",
-  threshold: "prefix_router.reason.threshold",
-  preferred: "prefix_router.reason.preferred",
-  preferredInflight: "prefix_router.reason.preferred_inflight",
-  passedOver: "prefix_router.reason.passed_over",
-  predictedCachedTokens: "prefix_router.reason.predicted_cached_tokens",
-  matchedBlocks: "prefix_router.reason.matched_blocks",
-  longestMatchBlocks: "prefix_router.reason.longest_match_blocks",
-  blocks: "prefix_router.reason.blocks",
-} as const satisfies Record<keyof DecisionReason, string>;
+/** Span attribute of a decision's reason field (`Lease.reason`): `prefix_router.reason.<field in snake case>`. */
+export function reasonAttribute(field: string): string {
+  return `prefix_router.reason.${field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`;
+}
 
 /** Bucket boundaries the GenAI conventions advise. */
 const DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
@@ -194,9 +184,8 @@ export class OtelRequestTrace implements RequestTrace {
     if (lease.predictedCachedTokens !== undefined) attributes[ATTR.predicted] = lease.predictedCachedTokens;
     const reason = lease.reason;
     if (reason !== undefined) {
-      for (const name of Object.keys(REASON_ATTR) as (keyof DecisionReason)[]) {
-        const value = reason[name];
-        if (value !== undefined) attributes[REASON_ATTR[name]] = value;
+      for (const [name, value] of Object.entries(reason)) {
+        if (value !== undefined) attributes[reasonAttribute(name)] = value as Api.AttributeValue;
       }
     }
     return attributes;
