@@ -31,6 +31,13 @@ export function checkRedirect(value: unknown): RedirectPolicy {
   return value === undefined ? DEFAULT_REDIRECT : checkOneOf("redirect", value, ["manual", "same-origin"] as const);
 }
 
+/** How {@link sendWithRedirects} follows redirects: its policy, the target's base, whether the body can be sent again. */
+export interface RedirectRule {
+  readonly policy: RedirectPolicy;
+  readonly base: Base;
+  readonly replayable: boolean;
+}
+
 /**
  * Sends `init` to `url` through `send` with `redirect: "manual"`; under `"same-origin"`, follows
  * redirects that stay on `base`'s origin. `replayable`: the body can be sent again.
@@ -39,10 +46,9 @@ export async function sendWithRedirects(
   send: (url: string, init: RequestInit) => Promise<Response>,
   url: string,
   init: RequestInit,
-  policy: RedirectPolicy,
-  base: Base,
-  replayable: boolean,
+  rule: RedirectRule,
 ): Promise<Response> {
+  const { policy, base, replayable } = rule;
   let current = { url, init };
   let response = await send(current.url, { ...current.init, redirect: "manual" });
   for (let hop = 0; policy === "same-origin" && hop < MAX_REDIRECTS && REDIRECT_STATUSES.has(response.status); hop++) {

@@ -122,7 +122,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
     affinity === undefined
       ? adapterRouter(core)
       : adapterRouter(core, { stats: (stats) => ({ ...stats, responseAffinity: affinity.stats() }), close: () => affinity.close() });
-  const sender = new RoutedSender<T>(router, underlying, attempts, clientBase, report, clock, errorsAsResponses, sending, identity, affinity);
+  const sender = new RoutedSender<T>(router, { underlying, attempts, clientBase, report, clock, errorsAsResponses, sending, identity, affinity });
   const fetch: FetchLike = carryRouter((input, init) => sender.fetch(input, init), router);
   return { fetch, router };
 }
@@ -158,45 +158,49 @@ interface Outgoing {
   streaming: boolean;
 }
 
+/** What a {@link RoutedSender} sends with beside its router. */
+interface SenderParts<T extends OpenAITarget> {
+  readonly underlying: FetchLike;
+  readonly attempts: number;
+  readonly clientBase: Base | undefined;
+  readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined;
+  readonly clock: Clock;
+  readonly errorsAsResponses: boolean;
+  readonly sending: Sending;
+  readonly identity: TenantIdentity<OpenAITenantRequest>;
+  readonly affinity: ResponseAffinity | undefined;
+}
+
 class RoutedSender<T extends OpenAITarget> {
   private readonly bases = new WeakMap<T, Base>();
   private readonly registry: LeaseRegistry = newLeaseRegistry();
 
   constructor(
     readonly router: Router<T>,
-    private readonly underlying: FetchLike,
-    private readonly attempts: number,
-    private readonly clientBase: Base | undefined,
-    private readonly report: ((info: RoutedRequestInfo<T>) => void) | undefined,
-    private readonly clock: Clock,
-    private readonly errorsAsResponses: boolean,
-    private readonly sending: Sending,
-    private readonly identity: TenantIdentity<OpenAITenantRequest>,
-    private readonly affinity: ResponseAffinity | undefined,
+    private readonly parts: SenderParts<T>,
   ) {}
 
   async fetch(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     try {
       const out = await this.read(input, init);
       if (out.signal?.aborted === true) throw abortReason(out.signal);
-      const relative = relativeTo(this.clientBase, out.url);
-      if (relative === undefined) return await this.underlying.call(undefined, out.url.href, out.init);
-      out.init = applyTenant(this.identity, out.route, out.url, out.init, relative.path, out.raw);
+      const relative = relativeTo(this.parts.clientBase, out.url);
+      if (relative === undefined) return await this.parts.underlying.call(undefined, out.url.href, out.init);
+      out.init = applyTenant(this.parts.identity, out, relative.path);
       const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
       // Only the replica that served a stored response can continue it: one attempt, there.
       const pinned = call?.refersTo === undefined ? undefined : await this.pinned(call.refersTo);
-      return await withAttempts(
-        this.router,
-        out.route,
-        out.replayable && pinned === undefined ? this.attempts : 1,
-        (lease, traceHeaders) => this.send(lease, out, relative, call, traceHeaders),
-        (error) => judgeFetchError(error, out.signal),
-        this.factsOf(out, relative),
-        pinned,
-        this.sending.reasonHeader,
-      );
+      return await withAttempts(this.router, {
+        request: out.route,
+        maxAttempts: out.replayable && pinned === undefined ? this.parts.attempts : 1,
+        send: (lease, traceHeaders) => this.send(lease, out, relative, call, traceHeaders),
+        judge: (error) => judgeFetchError(error, out.signal),
+        facts: this.factsOf(out, relative),
+        target: pinned,
+        explain: this.parts.sending.reasonHeader,
+      });
     } catch (error) {
-      if (this.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
+      if (this.parts.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
       throw error;
     }
   }
@@ -209,7 +213,7 @@ class RoutedSender<T extends OpenAITarget> {
     traceHeaders: Record<string, string>,
   ): Promise<Response> {
     const target = lease.target;
-    const startMs = this.clock.now();
+    const startMs = this.parts.clock.now();
     let response: Response;
     try {
       const base = this.baseOf(target);
@@ -218,32 +222,32 @@ class RoutedSender<T extends OpenAITarget> {
       const headers = new Headers(out.init.headers);
       for (const [name, value] of Object.entries(traceHeaders)) headers.set(name, value);
       if (target.headers !== undefined) for (const [name, value] of Object.entries(target.headers)) headers.set(name, value);
-      const send = (to: string, init: RequestInit): Promise<Response> => this.underlying.call(undefined, to, init);
-      response = await sendWithRedirects(send, url, { ...out.init, headers }, this.sending.redirect, base, out.replayable);
+      const send = (to: string, init: RequestInit): Promise<Response> => this.parts.underlying.call(undefined, to, init);
+      response = await sendWithRedirects(send, url, { ...out.init, headers }, { policy: this.parts.sending.redirect, base, replayable: out.replayable });
     } catch (error) {
       const verdict = judgeFetchError(error, out.signal);
-      if (this.report !== undefined) {
-        const durationMs = this.clock.now() - startMs;
-        reportAttempt(this.report, lease, { status: undefined, outcome: verdict.outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
+      if (this.parts.report !== undefined) {
+        const durationMs = this.parts.clock.now() - startMs;
+        reportAttempt(this.parts.report, lease, { status: undefined, outcome: verdict.outcome, streaming: false, ttftMs: null, durationMs, info: undefined, error });
       }
       throw surfaceFetchError(error, verdict);
     }
     return trackResponse(response, {
       lease,
       signal: out.signal,
-      clock: this.clock,
+      clock: this.parts.clock,
       startMs,
       registry: this.registry,
-      report: this.report,
-      targetHeader: this.sending.targetHeader,
-      reasonHeader: this.sending.reasonHeader,
+      report: this.parts.report,
+      targetHeader: this.parts.sending.targetHeader,
+      reasonHeader: this.parts.sending.reasonHeader,
       responses: call?.creates === true ? { onId: this.rememberer(lease.target.id) } : undefined,
     });
   }
 
   /** The target that served stored response `id`: this process's map, else the shared store (bounded wait), else none. */
   private async pinned(id: string): Promise<string | undefined> {
-    const affinity = this.affinity;
+    const affinity = this.parts.affinity;
     if (affinity === undefined) return undefined;
     const local = affinity.targetOf(id);
     if (local !== undefined || !affinity.shared) return local;
@@ -252,7 +256,7 @@ class RoutedSender<T extends OpenAITarget> {
 
   /** Remembers which target served a created response, when response affinity is on. */
   private rememberer(targetId: string): ((id: string) => void) | undefined {
-    const affinity = this.affinity;
+    const affinity = this.parts.affinity;
     return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
   }
 

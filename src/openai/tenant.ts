@@ -21,21 +21,23 @@ export interface OpenAITenantRequest {
 /** Paths whose bodies take `prompt_cache_key` and `cache_salt`: chat, completions, responses. */
 const GENERATION_PATH = /\/(?:chat\/completions|completions|responses)$/;
 
+/** The call whose tenant {@link applyTenant} resolves: its route, URL, init and raw body. */
+export interface TenantCall {
+  readonly route: RouteRequest;
+  readonly url: URL;
+  readonly init: RequestInit;
+  /** The body's text (or bytes) that `route.body` was parsed from. */
+  readonly raw: string | Uint8Array | undefined;
+}
+
 /**
  * Sets `route.tenant` and returns the `init` to send: the same one, or one whose body carries the
- * tenant's fields. `path` is the request's path relative to the client's base; `raw` the body's
- * text (or bytes) that `route.body` was parsed from.
+ * tenant's fields. `path` is the request's path relative to the client's base.
  *
  * @throws {RouterError} `ERR_TENANT_MISMATCH` (see {@link TenantIdentity.resolve})
  */
-export function applyTenant(
-  identity: TenantIdentity<OpenAITenantRequest>,
-  route: RouteRequest,
-  url: URL,
-  init: RequestInit,
-  path: string,
-  raw: string | Uint8Array | undefined,
-): RequestInit {
+export function applyTenant(identity: TenantIdentity<OpenAITenantRequest>, call: TenantCall, path: string): RequestInit {
+  const { route, url, init, raw } = call;
   const body = isPlainObject(route.body) ? route.body : undefined;
   const { tenant, salt } = identity.resolve(
     { id: body?.["prompt_cache_key"], idField: "prompt_cache_key", salt: body?.["cache_salt"] },

@@ -132,7 +132,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   validateSageMakerTargets(options.targets);
   const core = await createRouterWith<SageMakerTarget>({ ...routerOptions, mode }, { targetCheck: validateSageMakerTargets });
   const router = adapterRouter(core);
-  const send = routedSend(client, core, canonicalizeBody, attempts, newLeaseRegistry(), identity);
+  const send = routedSend(client, core, { canonicalizeBody, attempts, registry: newLeaseRegistry(), identity });
 
   return new Proxy(client, {
     get(target, property, receiver) {
@@ -203,14 +203,16 @@ function operationOf(command: unknown): Operation | undefined {
   return name === "InvokeEndpoint" || name === "InvokeEndpointWithResponseStream" ? name : undefined;
 }
 
-function routedSend(
-  client: SageMakerRuntimeClient,
-  router: Router<SageMakerTarget>,
-  canonicalizeBody: boolean,
-  attempts: number,
-  registry: LeaseRegistry,
-  identity: TenantIdentity<SageMakerTenantRequest>,
-): LooseSend {
+/** How {@link routedSend} sends, beside its client and router. */
+interface SendSettings {
+  readonly canonicalizeBody: boolean;
+  readonly attempts: number;
+  readonly registry: LeaseRegistry;
+  readonly identity: TenantIdentity<SageMakerTenantRequest>;
+}
+
+function routedSend(client: SageMakerRuntimeClient, router: Router<SageMakerTarget>, settings: SendSettings): LooseSend {
+  const { canonicalizeBody, attempts, registry, identity } = settings;
   const passThrough = client.send.bind(client) as LooseSend;
 
   const invoke = async (command: CommandLike, operation: Operation, sendOptions: unknown): Promise<unknown> => {
@@ -229,11 +231,10 @@ function routedSend(
       ...(tenant === undefined ? {} : { tenant }),
       ...(model === undefined ? {} : { model: model as string }),
     };
-    return withAttempts(
-      router,
+    return withAttempts(router, {
       request,
-      attempts,
-      async (lease, traceHeaders) => {
+      maxAttempts: attempts,
+      send: async (lease, traceHeaders) => {
         const attempt = attemptCommand(command, retarget(input, lease.target, wire, tenant), traceHeaders);
         const sender = (lease.target.client ?? client).send.bind(lease.target.client ?? client) as LooseSend;
         const output = await (sender(attempt, sendOptions) as Promise<InvokeEndpointCommandOutput | InvokeEndpointWithResponseStreamCommandOutput>);
@@ -241,14 +242,14 @@ function routedSend(
           ? finishResponse(output as InvokeEndpointCommandOutput, lease)
           : holdStream(output as InvokeEndpointWithResponseStreamCommandOutput, lease, registry);
       },
-      judgeSageMakerError,
-      {
+      judge: judgeSageMakerError,
+      facts: {
         operation: isChat(routing) ? "chat" : "text_completion",
         provider: "aws.sagemaker",
         model: typeof model === "string" ? model : modelOf(routing),
         streaming: operation === "InvokeEndpointWithResponseStream",
       },
-    );
+    });
   };
 
   return function send(command: unknown, optionsOrCallback?: unknown, callback?: unknown): unknown {

@@ -113,7 +113,8 @@ export class OtelTelemetry implements Telemetry {
   }
 
   request(facts: RequestFacts): RequestTrace {
-    return new OtelRequestTrace(this.api, this.tracer, this.options.propagator, this.requestMetrics, this.clock, facts);
+    const { api, tracer, requestMetrics: metrics, clock } = this;
+    return new OtelRequestTrace({ api, tracer, propagator: this.options.propagator, metrics, clock }, facts);
   }
 }
 

@@ -82,6 +82,15 @@ function isError(outcome: LeaseOutcome): boolean {
   return outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
 }
 
+/** @internal What every request's trace records with: the API, a tracer, a propagator, the instruments, the clock. */
+export interface TraceTools {
+  readonly api: OtelApi;
+  readonly tracer: Api.Tracer;
+  readonly propagator: TextMapPropagatorLike | undefined;
+  readonly metrics: RequestMetrics;
+  readonly clock: Clock;
+}
+
 /** @internal */
 export class OtelRequestTrace implements RequestTrace {
   private readonly span: Api.Span;
@@ -91,14 +100,20 @@ export class OtelRequestTrace implements RequestTrace {
   private attempts = 0;
   private ended = false;
 
+  private readonly api: OtelApi;
+  private readonly propagator: TextMapPropagatorLike | undefined;
+  private readonly metrics: RequestMetrics;
+  private readonly clock: Clock;
+
   constructor(
-    private readonly api: OtelApi,
-    tracer: Api.Tracer,
-    private readonly propagator: TextMapPropagatorLike | undefined,
-    private readonly metrics: RequestMetrics,
-    private readonly clock: Clock,
+    tools: TraceTools,
     private readonly facts: RequestFacts,
   ) {
+    const { api, tracer, clock } = tools;
+    this.api = api;
+    this.propagator = tools.propagator;
+    this.metrics = tools.metrics;
+    this.clock = clock;
     this.startMs = clock.now();
     const attributes: Api.Attributes = {
       [ATTR.operation]: facts.operation,

@@ -28,10 +28,11 @@ export const SPILL_CHOICES = 3;
 type Ctx = PickContext<{ id: string }>;
 
 /**
- * Of positions `a`, `b`, `c` of `order` (−1: none), two drawn at random (all when fewer), the
+ * Of positions `[a, b, c]` of `order` (−1: none), two drawn at random (all when fewer), the
  * one with less `load`; ties to the lower position. −1 when `a` is −1.
  */
-function drawTwo(ctx: Ctx, order: ArrayLike<number>, a: number, b: number, c: number, load: (i: number, position: number) => number): number {
+function drawTwo(ctx: Ctx, order: ArrayLike<number>, positions: readonly [number, number, number], load: (i: number, position: number) => number): number {
+  const [a, b, c] = positions;
   if (b === -1) return a;
   let p = a;
   let q = b;
@@ -64,7 +65,7 @@ export function twoChoiceSpill(ctx: Ctx, order: ArrayLike<number>, from: number,
     else if (b === -1) b = r;
     else c = r;
   }
-  return drawTwo(ctx, order, a, b, c, inflightLoad(ctx));
+  return drawTwo(ctx, order, [a, b, c], inflightLoad(ctx));
 }
 
 /**
@@ -88,7 +89,7 @@ export function twoChoiceFallback(ctx: Ctx, order: ArrayLike<number>): StrategyP
       else c = r;
     }
     if (a === -1) continue;
-    const r = drawTwo(ctx, order, a, b, c, inflightLoad(ctx));
+    const r = drawTwo(ctx, order, [a, b, c], inflightLoad(ctx));
     return { index: order[r] as number, kind: "fallback", rank: r };
   }
   return undefined;
