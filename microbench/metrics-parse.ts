@@ -8,7 +8,7 @@
  *   npx tsx bench/metrics-parse.ts [--time=1000]
  */
 import { DEFAULTS } from "prefix-router";
-import { loadPrometheusParser, readEngineFigures } from "../src/load-view/engine.js";
+import { loadPrometheusParser, readEngineFigures } from "../src/load-view/engine-metrics.js";
 
 const time = Number(process.argv.find((a) => a.startsWith("--time="))?.slice(7) ?? 1000);
 const parse = await loadPrometheusParser();

@@ -1,6 +1,7 @@
 /** Builds the load view a validated `loadView` option stands for, loading its optional package. */
 import type { TargetSpec } from "../types.js";
-import { EngineLoadView, loadPrometheusParser } from "./engine.js";
+import { EngineLoadView } from "./engine.js";
+import { loadPrometheusParser } from "./engine-metrics.js";
 import type { LoadViewConfig } from "./options.js";
 import { RedisLoadView, loadRedisClient } from "./redis.js";
 import type { LoadView, LoadViewHost } from "./view.js";

@@ -24,34 +24,14 @@
  * (unref'd, backoff to 2 s) and is back on the shared figure at the first answer.
  */
 import { randomUUID } from "node:crypto";
-import { importPeer } from "../internal/optional-peer.js";
 import { redactText, redactURL } from "../internal/redact.js";
 import { Repeater } from "../internal/timers.js";
 import { log } from "../logger.js";
 import type { TargetSpec } from "../types.js";
 import type { RedisConfig } from "./options.js";
+import { type RedisConstructor, type RedisLike, failFastOptions, loadRedisClient } from "./redis-client.js";
 import { LOAD_SCRIPT, loadKeys } from "./redis-scripts.js";
 import { type LoadView, type LoadViewHost, type LoadViewStats, OwnCounts } from "./view.js";
-
-/** What this view uses of an ioredis client. */
-interface RedisLike {
-  status: string;
-  connect(): Promise<void>;
-  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
-  on(event: string, listener: (...args: unknown[]) => void): unknown;
-  quit(): Promise<unknown>;
-  disconnect(): void;
-  stream?: { unref?(): void };
-}
-
-/** The ioredis client constructor. */
-export type RedisConstructor = new (url: string, options: Record<string, unknown>) => RedisLike;
-
-/** @internal Loads the optional client; `what` needs it (for the missing-package message). */
-export async function loadRedisClient(what = 'loadView "redis"'): Promise<RedisConstructor> {
-  const mod = await importPeer("ioredis", what, () => import("ioredis"));
-  return ((mod as { Redis?: unknown }).Redis ?? (mod as { default?: unknown }).default) as RedisConstructor;
-}
 
 const COMMAND = "prefixRouterLoad";
 const MAX_RECONNECT_DELAY_MS = 2000;
@@ -64,21 +44,8 @@ const COUNT = /^\d{1,15}$/;
 
 type Reply = [number, string[], number, number];
 
-/**
- * @internal ioredis options for a client that never queues or retries on its own: a command fails when the
- * connection is down or after `timeoutMs`, and the caller decides when to reconnect.
- */
-export function failFastOptions(timeoutMs: number): Record<string, unknown> {
-  return {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-    connectTimeout: timeoutMs,
-    commandTimeout: timeoutMs,
-  };
-}
+// The client's loading and fail-fast settings, shared with the OpenAI adapter's response store.
+export { type RedisConstructor, failFastOptions, loadRedisClient };
 
 /** @internal The `redis` view. */
 export class RedisLoadView<T extends TargetSpec> implements LoadView<T> {

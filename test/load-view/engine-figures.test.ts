@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DEFAULTS } from "prefix-router";
-import { type PrometheusParser, familyLines, loadPrometheusParser, readEngineFigures } from "../../src/load-view/engine.js";
+import { type PrometheusParser, familyLines, loadPrometheusParser, readEngineFigures } from "../../src/load-view/engine-metrics.js";
 
 const parse = await loadPrometheusParser();
 const names = DEFAULTS.engineMetrics;
