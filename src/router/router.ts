@@ -18,15 +18,15 @@ import { type Prepared, prepare } from "./prepared.js";
 import { RouterEvents } from "./router-events.js";
 import { spillCauses } from "./spill-storm.js";
 import { PrefixKeyReader } from "../routing/prefix-key.js";
+import { registryEnv } from "./strategy-env.js";
 import { KeyHasher, loadHasher } from "../routing/routing-key.js";
 import type { RoutingMode } from "../routing/routing-input.js";
 import { DecisionView, Snapshot, type ViewSettings } from "./snapshot.js";
 import { KIND_COUNTER, buildStats } from "./stats.js";
 import { DEFAULT_CLOSED_LOOP } from "../closed-loop/closed-loop.js";
-import type { RegistryEnv } from "../strategies/definition.js";
 import { createStrategy, defaultRanking, ignoredSettings, rawInputLength } from "../strategies/index.js";
-import type { Commitment, RoutingStrategy, StrategyPick, StrategySpec } from "../strategies/strategy.js";
-import { TargetState } from "./target-state.js";
+import type { Commitment, RoutingStrategy, StrategyPick } from "../strategies/strategy.js";
+import { type TargetState, TargetStates } from "./target-state.js";
 import { explainPick } from "./reason.js";
 import { Shadow, type ShadowTicket } from "./shadow.js";
 import { TELEMETRY, loadTelemetry } from "../telemetry/load.js";
@@ -60,22 +60,7 @@ export async function createRouterWith<T extends TargetSpec>(options: RouterOpti
   const { mode, prefixLength } = config;
   // The strategy reports forgotten targets to the router, which exists once the strategy does.
   let router: PrefixRouter<T> | undefined;
-  const keys = new PrefixKeyReader(hasher, config);
-  const env: RegistryEnv = {
-    mode,
-    prefixLength,
-    concurrencyThreshold: config.concurrencyThreshold,
-    seed: config.seed,
-    clock: config.clock,
-    random: config.random,
-    xxhash: api,
-    settings: config.strategies,
-    closedLoop: config.closedLoop,
-    routingPrefix: (request) => keys.read(request),
-    routingKey: (request) => env.routingPrefix(request)?.key,
-    forgot: (id: string, entries: number) => router?.forgot(id, entries),
-    create: <U extends TargetSpec>(spec: StrategySpec<U>) => createStrategy(spec, env),
-  };
+  const env = registryEnv(config, { xxhash: api, keys: new PrefixKeyReader(hasher, config), forgot: (id, entries) => router?.forgot(id, entries) });
   const strategy = createStrategy(config.strategy, env);
   // Routing input a raw-prefix stand-in covers: as much as any strategy of this router reads.
   const rawUnits = rawInputLength(prefixLength, config.strategies);
@@ -136,7 +121,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   readonly concurrencyThreshold: number;
   private snapshot!: Snapshot<T>;
   /** Every state by id: current targets, and removed ones while they have open leases. */
-  private readonly statesById = new Map<string, TargetState>();
+  private readonly states = new TargetStates();
   private readonly hasher: KeyHasher;
   private readonly impl: RoutingStrategy<T>;
   private readonly defaultRanking: RouterParts<T>["defaultRanking"];
@@ -177,23 +162,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   private install(targets: readonly T[]): void {
     const list = Object.freeze([...targets]);
-    const ids = new Set(list.map((t) => t.id));
-    for (const [id, state] of this.statesById) {
-      if (!ids.has(id)) {
-        state.active = false;
-        if (state.inflight === 0) this.statesById.delete(id);
-      }
-    }
-    const states = list.map((t) => {
-      let state = this.statesById.get(t.id);
-      if (state === undefined) {
-        state = new TargetState(t.id);
-        this.statesById.set(t.id, state);
-      }
-      state.active = true;
-      state.failingHealthCheck = this.background.failing(t.id);
-      return state;
-    });
+    const states = this.states.install(list, (id) => this.background.failing(id));
     this.snapshot = new Snapshot(list, states, (id) => this.hasher.targetHash(id));
     this.background.install(list);
     this.impl.setTargets?.(list);
@@ -302,7 +271,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
 
   /** @internal The strategy forgot what it believed target `id` caches (closed loop). */
   forgot(id: string, entries: number): void {
-    const state = this.statesById.get(id);
+    const state = this.states.get(id);
     if (state !== undefined) state.indexResets++;
     this.events.forgot(id, entries, this.config.closedLoop?.misses ?? 0);
   }
@@ -344,7 +313,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const { kind, model, ttftMs } = lease;
     this.events.released({ targetId: state.id, strategy: this.strategy, kind, outcome, model, durationMs, ttftMs, info, predictedCachedTokens: predicted, verdict });
     if (lease.shadowTicket !== undefined) this.shadow?.released(lease.shadowTicket, outcome, lease.sawFirstByte, info);
-    if (!state.active && state.inflight === 0 && this.statesById.get(state.id) === state) this.statesById.delete(state.id);
+    this.states.retire(state);
   }
 
   /** @internal */
@@ -358,14 +327,14 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   stats(): RouterStats {
-    const stats: RouterStats = { ...buildStats([...this.statesById.values()], this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
+    const stats: RouterStats = { ...buildStats(this.states.all(), this.config.clock.now(), this.impl.stats?.()), ...this.background.stats() };
     if (this.shadow !== undefined) stats.shadow = this.shadow.stats();
     return stats;
   }
 
   /** @internal Active health checks take target `id` out, or bring it back. */
   setFailing(id: string, failing: boolean): void {
-    const state = this.statesById.get(id);
+    const state = this.states.get(id);
     if (state !== undefined) state.failingHealthCheck = failing;
   }
 

@@ -136,6 +136,45 @@ export class TargetState {
   }
 }
 
+/** @internal Every target's state by id: current targets, and removed ones while they have open leases. */
+export class TargetStates {
+  private readonly byId = new Map<string, TargetState>();
+
+  /** The states of a new target list: ids that stay keep theirs; removed ones leave once idle. */
+  install(list: readonly { readonly id: string }[], failing: (id: string) => boolean): TargetState[] {
+    const ids = new Set(list.map((t) => t.id));
+    for (const [id, state] of this.byId) {
+      if (!ids.has(id)) {
+        state.active = false;
+        if (state.inflight === 0) this.byId.delete(id);
+      }
+    }
+    return list.map((t) => {
+      let state = this.byId.get(t.id);
+      if (state === undefined) {
+        state = new TargetState(t.id);
+        this.byId.set(t.id, state);
+      }
+      state.active = true;
+      state.failingHealthCheck = failing(t.id);
+      return state;
+    });
+  }
+
+  get(id: string): TargetState | undefined {
+    return this.byId.get(id);
+  }
+
+  all(): TargetState[] {
+    return [...this.byId.values()];
+  }
+
+  /** Drops a removed target's state once its last lease is released. */
+  retire(state: TargetState): void {
+    if (!state.active && state.inflight === 0 && this.byId.get(state.id) === state) this.byId.delete(state.id);
+  }
+}
+
 /** Histograms summed over several targets. */
 export interface MergedLatency {
   ttft?: Histogram | undefined;
