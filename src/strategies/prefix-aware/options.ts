@@ -1,7 +1,7 @@
 /**
  * Options of the `prefix-aware` strategy (`RouterOptions.prefixAware`): what counts as a
- * saturated target (helpers/prefill-saturation.ts) and whether a running key spreads
- * (prefix-aware.ts, "Running keys").
+ * saturated target (saturation.ts) and whether a running key spreads
+ * (running-keys.ts).
  */
 import { checkNumber, checkOneOf, describe, orDefault } from "../../internal/validate.js";
 

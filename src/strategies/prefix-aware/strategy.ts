@@ -13,7 +13,7 @@
  * With `prefixAware: { saturation: "tokens" }` a target is open only while its uncached prefill
  * tokens in flight, this request's included, stay within its calibrated bound τ; when no target
  * is, the least uncached tokens in flight (with this request's) per weight takes it
- * (helpers/prefill-saturation.ts).
+ * (saturation.ts).
  *
  * Prediction (closed-loop.ts): a pick predicts the key's whole prefix cached when this router sent
  * the key to that target recently — among the last {@link RECENT_KEYS_PER_TARGET} keys it sent
