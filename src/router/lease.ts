@@ -18,20 +18,11 @@ export interface LeaseOwner {
   shadowFirstByte(ticket: ShadowTicket): void;
 }
 
-/** What a lease is opened with: the pick as taken. */
-export interface LeaseTaken<T extends TargetSpec> {
-  readonly target: T;
-  readonly kind: PickKind;
-  readonly rank: number;
-  readonly model: string | undefined;
-  readonly rawKey: bigint | undefined;
-  readonly attempt: number;
-  readonly startMs: number;
-  readonly predictedCachedTokens: number | undefined;
-  readonly commitment: Commitment | undefined;
-  readonly input: InputKind;
-  readonly reason: DecisionReason | undefined;
-}
+/** What a lease is opened with: the pick as taken (its public fields, and the strategy's hooks). */
+export type LeaseTaken<T extends TargetSpec> = Pick<
+  RouterLease<T>,
+  "target" | "kind" | "rank" | "model" | "rawKey" | "attempt" | "startMs" | "predictedCachedTokens" | "input" | "reason"
+> & { readonly commitment: Commitment | undefined };
 
 export class RouterLease<T extends TargetSpec> implements Lease<T> {
   private done = false;

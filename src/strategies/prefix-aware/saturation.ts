@@ -99,20 +99,6 @@ export interface PrefillHold {
   release(outcome: LeaseOutcome, info: ReleaseInfo | undefined): void;
 }
 
-/** A pick's prefill, as {@link PrefillSaturation.hold} takes it. */
-export interface PrefillPick {
-  /** Its uncached prompt tokens (estimated). */
-  readonly uncached: number;
-  /** Clock time of the pick, ms. */
-  readonly startMs: number;
-  /** Its routing key. */
-  readonly key: bigint;
-  /** Its whole routing input (characters or bytes). */
-  readonly units: number;
-  /** Whether the target was expected to hold the key cached. */
-  readonly held: boolean;
-}
-
 /** The token accounting and calibration of one router's `prefix-aware` strategy. */
 export class PrefillSaturation {
   private readonly fleet = new DecayingFit();
@@ -163,7 +149,7 @@ export class PrefillSaturation {
    * Takes a hold of `uncached` tokens on `t` for a pick committed at `startMs`. `held`: the pick
    * expected the key cached there (the response's cached tokens then teach the key's estimate).
    */
-  hold(t: PrefillTarget, pick: PrefillPick): PrefillHold {
+  hold(t: PrefillTarget, pick: { uncached: number; startMs: number; key: bigint; units: number; held: boolean }): PrefillHold {
     const { uncached, startMs, key, units, held } = pick;
     const ahead = t.inflight;
     t.inflight += uncached;
