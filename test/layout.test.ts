@@ -161,6 +161,21 @@ describe("the library's layers", () => {
     expect(upward).toEqual([]);
   });
 
+  it("only the registry reaches into a strategy's folder: the router, the options, the defaults and the vocabulary name no strategy", () => {
+    // The registry, the types it composes, and the root entry (which exports the built-ins' option types).
+    const registry = new Set(["src/strategies/index.ts", "src/strategies/built-in.ts", "src/strategies/built-in-stats.ts", "src/index.ts"]);
+    const folderOf = (file: string) => /^src\/strategies\/([^/]+)\//.exec(file)?.[1];
+    const reaching: string[] = [];
+    for (const [file, deps] of graph) {
+      for (const dep of deps) {
+        const folder = folderOf(dep);
+        if (folder === undefined || folder === "shared" || folderOf(file) === folder || registry.has(file)) continue;
+        reaching.push(`${file} → ${dep}`);
+      }
+    }
+    expect(reaching).toEqual([]);
+  });
+
   it("keeps files short: router/router.ts at most 350 lines, types.ts at most 200, every file at most 400", () => {
     expect(lines("src/router/router.ts")).toBeLessThanOrEqual(350);
     expect(lines("src/types.ts")).toBeLessThanOrEqual(200);
