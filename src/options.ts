@@ -7,7 +7,6 @@ import { DEFAULT_KEY_SCOPE, type KeyScope, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH,
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
-import type { EjectionPolicy } from "./router/target-state.js";
 import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./closed-loop/closed-loop.js";
 import { type BuiltInStrategyOptions, DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec, resolveStrategySettings } from "./strategies/index.js";
 import type { StrategySettings } from "./strategies/definition.js";
@@ -19,6 +18,13 @@ import type { LoadViewOption } from "./load-view/options.js";
 import type { MembershipOptions } from "./background/membership.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
+
+/** Passive ejection, validated: consecutive failures, ejection and backoff (Envoy's outlier-detection model, simplified). */
+export interface EjectionPolicy {
+  consecutiveFailures: number;
+  baseEjectionMs: number;
+  maxEjectionMs: number;
+}
 
 /** Passive outlier ejection. */
 export interface EjectionOptions {

@@ -5,14 +5,9 @@
  */
 import { build, encodeIntoCompressedBase64, type Histogram } from "hdr-histogram-js";
 import { type PredictionVerdict, judgePrediction } from "../closed-loop/closed-loop.js";
+import type { EjectionPolicy } from "../options.js";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 
-/** Consecutive failures, ejection and backoff (Envoy's outlier-detection model, simplified). */
-export interface EjectionPolicy {
-  consecutiveFailures: number;
-  baseEjectionMs: number;
-  maxEjectionMs: number;
-}
 
 /**
  * Latency percentiles in milliseconds, and the histogram they come from. Percentiles are within
