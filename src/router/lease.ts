@@ -32,20 +32,21 @@ export class RouterLease<T extends TargetSpec> implements Lease<T> {
   /** The shadow strategy's pick for the same request (`RouterOptions.shadow`). */
   shadowTicket: ShadowTicket | undefined = undefined;
 
-  readonly target: T;
-  readonly kind: PickKind;
-  readonly rank: number;
+  // Declared, not defined: the constructor assigns each once (no define-then-assign per lease).
+  declare readonly target: T;
+  declare readonly kind: PickKind;
+  declare readonly rank: number;
   /** The request's model, for telemetry. */
-  readonly model: string | undefined;
+  declare readonly model: string | undefined;
   /** The routing key as the strategy gave it. */
-  readonly rawKey: bigint | undefined;
-  readonly attempt: number;
-  readonly startMs: number;
-  readonly predictedCachedTokens: number | undefined;
+  declare readonly rawKey: bigint | undefined;
+  declare readonly attempt: number;
+  declare readonly startMs: number;
+  declare readonly predictedCachedTokens: number | undefined;
   /** The strategy's hooks for this pick (the prefill it queued, say). */
-  private readonly commitment: Commitment | undefined;
-  readonly input: InputKind;
-  readonly reason: DecisionReason | undefined;
+  declare private readonly commitment: Commitment | undefined;
+  declare readonly input: InputKind;
+  declare readonly reason: DecisionReason | undefined;
 
   constructor(
     private readonly owner: LeaseOwner,

@@ -97,10 +97,10 @@ export class DecisionView<T extends TargetSpec> implements PickContext<T> {
   readonly weights: Float64Array;
   private readonly states: readonly TargetState[];
 
-  readonly concurrencyThreshold: number;
-  readonly random: () => number;
+  declare readonly concurrencyThreshold: number;
+  declare readonly random: () => number;
   /** A shared load view's figures (`load-view/`); absent: the local view. */
-  private readonly load: LoadFigures | undefined;
+  declare private readonly load: LoadFigures | undefined;
 
   constructor(
     private readonly snap: Snapshot<T>,
