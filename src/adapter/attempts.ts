@@ -27,13 +27,9 @@ export interface AttemptFailure {
 export type AttemptFacts = Omit<RequestFacts, "strategy">;
 
 /** One call through {@link withAttempts}. */
-export interface AttemptCall<T extends TargetSpec, R> {
+export interface AttemptCall {
   readonly request: RouteRequest;
   readonly maxAttempts: number;
-  /** Sends to the lease's target, with the trace-context headers to put on the attempt's request. */
-  readonly send: (lease: Lease<T>, traceHeaders: Record<string, string>) => Promise<R>;
-  /** Whether a failed attempt may be retried on the next target, and its outcome. */
-  readonly judge: (error: unknown) => AttemptFailure;
   readonly facts: AttemptFacts;
   /** Every attempt goes to this target (response affinity). */
   readonly target?: string | undefined;
@@ -42,14 +38,20 @@ export interface AttemptCall<T extends TargetSpec, R> {
 }
 
 /**
- * Runs `send` on up to `maxAttempts` targets, with the trace-context headers to put on the
+ * Runs `send` on up to `maxAttempts` targets (`judge` says whether a failed attempt may be retried
+ * on the next target, and its outcome), with the trace-context headers to put on the
  * attempt's request. `send` owns the lease on success (it releases it when the response has
  * been consumed); on a thrown error the lease is released here. With `target`, every attempt
  * goes to that target (`route(…, { target })`: response affinity). `explain`: the caller shows each
  * lease's reason (a response header); a recording span asks for it too.
  */
-export async function withAttempts<T extends TargetSpec, R>(router: Router<T>, call: AttemptCall<T, R>): Promise<R> {
-  const { request, maxAttempts, send, judge, facts, target, explain = false } = call;
+export async function withAttempts<T extends TargetSpec, R>(
+  router: Router<T>,
+  call: AttemptCall,
+  send: (lease: Lease<T>, traceHeaders: Record<string, string>) => Promise<R>,
+  judge: (error: unknown) => AttemptFailure,
+): Promise<R> {
+  const { request, maxAttempts, facts, target, explain = false } = call;
   const tried = new Set<string>();
   // Read once: every attempt routes the same prepared request (no second parse or hash).
   const prepared = router.prepare(request);

@@ -190,15 +190,13 @@ class RoutedSender<T extends OpenAITarget> {
       const call = responsesCall(relative.path, out.init.method, out.route.body as Record<string, unknown> | undefined);
       // Only the replica that served a stored response can continue it: one attempt, there.
       const pinned = call?.refersTo === undefined ? undefined : await this.pinned(call.refersTo);
-      return await withAttempts(this.router, {
-        request: out.route,
-        maxAttempts: out.replayable && pinned === undefined ? this.parts.attempts : 1,
-        send: (lease, traceHeaders) => this.send(lease, out, relative, call, traceHeaders),
-        judge: (error) => judgeFetchError(error, out.signal),
-        facts: this.factsOf(out, relative),
-        target: pinned,
-        explain: this.parts.sending.reasonHeader,
-      });
+      const attempts = { request: out.route, maxAttempts: out.replayable && pinned === undefined ? this.parts.attempts : 1, facts: this.factsOf(out, relative), target: pinned, explain: this.parts.sending.reasonHeader };
+      return await withAttempts(
+        this.router,
+        attempts,
+        (lease, traceHeaders) => this.send(lease, out, relative, call, traceHeaders),
+        (error) => judgeFetchError(error, out.signal),
+      );
     } catch (error) {
       if (this.parts.errorsAsResponses && isRouterError(error)) return routingErrorResponse(error, ROUTING_ERROR_STATUS[error.code] ?? 400);
       throw error;

@@ -108,7 +108,6 @@ interface Taking<T extends TargetSpec> {
   readonly prepared: Prepared;
   readonly attempt: number;
   readonly now: number;
-  readonly commit: () => Commitment | undefined;
   /** A retry (the request excluded targets it tried). */
   readonly retry: boolean;
   readonly reason: DecisionReason | undefined;
@@ -187,8 +186,8 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     const shadow = this.shadow;
     const shadowPick = shadow === undefined || exclude !== undefined ? undefined : shadow.pick(view, prepared);
     const reason = explain || this.config.onDecision !== undefined ? explainPick(view, pick, () => this.firstChoice(view, prepared)) : undefined;
-    const commit = () => this.impl.commit?.(view, pick, input);
-    const lease = this.take({ snap, pick, prepared, attempt, now, commit, retry: exclude !== undefined, reason });
+    // The commit hook is an argument, not a property: tools that keep names (tsx) name property functions per call.
+    const lease = this.take({ snap, pick, prepared, attempt, now, retry: exclude !== undefined, reason }, () => this.impl.commit?.(view, pick, input));
     if (shadowPick !== undefined) lease.shadowTicket = shadow?.commit(view, shadowPick, pick);
     return lease;
   }
@@ -206,7 +205,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
   }
 
   /** Announces a pick (`onDecision`), commits it and opens its lease: the one way a target is taken. */
-  private take(taking: Taking<T>): RouterLease<T> {
+  private take(taking: Taking<T>, commit: () => Commitment | undefined): RouterLease<T> {
     const { snap, pick, prepared, attempt, now, reason } = taking;
     const target = snap.targets[pick.index] as T;
     const state = snap.states[pick.index] as TargetState;
@@ -225,7 +224,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
       predictedCachedTokens,
       reason: reason as DecisionReason,
     });
-    const commitment = this.background.queued(state.id, pick.work, pick.workTokens, taking.commit());
+    const commitment = this.background.queued(state.id, pick.work, pick.workTokens, commit());
     state.inflight++;
     this.background.acquired(state.id);
     state.routed++;
@@ -255,7 +254,7 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
         ? { kind: "affinity", rank: 0, inflight: (snap.states[index] as TargetState).inflight, threshold: this.concurrencyThreshold }
         : undefined;
     const pick: StrategyPick = { index, kind: "affinity", rank: 0 };
-    return this.take({ snap, pick, prepared, attempt: call.attempt, now: call.now, commit: () => undefined, retry: false, reason });
+    return this.take({ snap, pick, prepared, attempt: call.attempt, now: call.now, retry: false, reason }, () => undefined);
   }
 
   rank(request: RouteRequest | PreparedRequest): Ranking<T> {

@@ -231,10 +231,16 @@ function routedSend(client: SageMakerRuntimeClient, router: Router<SageMakerTarg
       ...(tenant === undefined ? {} : { tenant }),
       ...(model === undefined ? {} : { model: model as string }),
     };
-    return withAttempts(router, {
-      request,
-      maxAttempts: attempts,
-      send: async (lease, traceHeaders) => {
+    const facts = {
+      operation: isChat(routing) ? "chat" : "text_completion",
+      provider: "aws.sagemaker",
+      model: typeof model === "string" ? model : modelOf(routing),
+      streaming: operation === "InvokeEndpointWithResponseStream",
+    } as const;
+    return withAttempts(
+      router,
+      { request, maxAttempts: attempts, facts },
+      async (lease, traceHeaders) => {
         const attempt = attemptCommand(command, retarget(input, lease.target, wire, tenant), traceHeaders);
         const sender = (lease.target.client ?? client).send.bind(lease.target.client ?? client) as LooseSend;
         const output = await (sender(attempt, sendOptions) as Promise<InvokeEndpointCommandOutput | InvokeEndpointWithResponseStreamCommandOutput>);
@@ -242,14 +248,8 @@ function routedSend(client: SageMakerRuntimeClient, router: Router<SageMakerTarg
           ? finishResponse(output as InvokeEndpointCommandOutput, lease)
           : holdStream(output as InvokeEndpointWithResponseStreamCommandOutput, lease, registry);
       },
-      judge: judgeSageMakerError,
-      facts: {
-        operation: isChat(routing) ? "chat" : "text_completion",
-        provider: "aws.sagemaker",
-        model: typeof model === "string" ? model : modelOf(routing),
-        streaming: operation === "InvokeEndpointWithResponseStream",
-      },
-    });
+      judgeSageMakerError,
+    );
   };
 
   return function send(command: unknown, optionsOrCallback?: unknown, callback?: unknown): unknown {
