@@ -22,6 +22,7 @@ import { type BackgroundConfig, resolveBackground } from "./background/backgroun
 import type { HealthCheckOptions } from "./background/health-check.js";
 import type { LoadViewOption } from "./load-view/options.js";
 import type { MembershipOptions } from "./background/membership.js";
+import { isWellFormedId } from "./internal/target-id.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
 
@@ -314,6 +315,9 @@ export function validateTargets(targets: unknown): void {
     const { id, weight, models } = t as TargetSpec;
     if (typeof id !== "string" || id.length === 0) {
       throw new TypeError(`Expected \`targets[${i}].id\` to be a non-empty string, got ${describe(id)}`);
+    }
+    if (!isWellFormedId(id)) {
+      throw new RangeError(`Expected \`targets[${i}].id\` to be well-formed text (no lone surrogate: it could not be written as UTF-8, in a header or to Redis), got ${JSON.stringify(id)}`);
     }
     if (seen.has(id)) throw new RangeError(`Expected target ids to be unique, got ${JSON.stringify(id)} twice`);
     seen.add(id);

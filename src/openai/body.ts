@@ -20,18 +20,25 @@
  */
 import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
 import { scannerFor } from "../adapter/usage.js";
+import { headerId } from "../internal/target-id.js";
 import { encodeReason } from "../router/reason.js";
 import { responseBodyScanner } from "./responses.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
-/** Response header naming the target that served a routed request; added only with the `targetHeader` option. */
+/**
+ * Response header naming the target that served a routed request; added only with the
+ * `targetHeader` option. Its value is the id when the id is visible ASCII without `%`, else the
+ * id percent-encoded (UTF-8): `decodeURIComponent(value)` is the id either way. Removed from
+ * upstream responses whether or not the option is on.
+ */
 export const TARGET_HEADER = "x-prefix-router-target";
 
 /**
  * Response header giving why the target was picked (`Lease.reason` in its compact form,
  * docs/observability.md#the-reason-header); added only with the `explainHeader` option, and only
- * to the response the caller sees — never to the request sent to the target.
+ * to the response the caller sees — never to the request sent to the target. Removed from
+ * upstream responses whether or not the option is on.
  */
 export const REASON_HEADER = "x-prefix-router-reason";
 
@@ -219,17 +226,44 @@ function readAhead(pump: Pump): void {
 /** The source of a response without a body: ended before anyone reads. */
 const EMPTY = { read: async () => ({ done: true as const }), close: async () => {} };
 
-/** The headers the options add to a routed response: {@link TARGET_HEADER}, {@link REASON_HEADER}. */
+/**
+ * The headers the options add to a routed response: {@link TARGET_HEADER}, {@link REASON_HEADER},
+ * in their header-safe forms. The request has been sent: nothing here may throw (an error would
+ * make the client retry a request the replica already ran), so a value that cannot be built is
+ * left out.
+ */
 function headersOf<T extends OpenAITarget>(ctx: TrackContext<T>): { target: string | undefined; reason: string | undefined } {
-  const reason = ctx.reasonHeader ? ctx.lease.reason : undefined;
-  return { target: ctx.targetHeader ? ctx.lease.target.id : undefined, reason: reason === undefined ? undefined : encodeReason(reason) };
+  let target: string | undefined;
+  let reason: string | undefined;
+  try {
+    if (ctx.targetHeader) target = headerId(ctx.lease.target.id);
+  } catch {
+    // Left out (ids are checked at configuration; this is the last guard).
+  }
+  try {
+    const why = ctx.reasonHeader ? ctx.lease.reason : undefined;
+    if (why !== undefined) reason = encodeReason(why);
+  } catch {
+    // Left out, as above.
+  }
+  return { target, reason };
 }
 
-/** `response` with `body`, and with the headers the options add. */
+/**
+ * `response` with `body`, and with the headers the options add. The router's own headers
+ * ({@link TARGET_HEADER}, {@link REASON_HEADER}) are removed from what the upstream sent, whether
+ * or not the options add them: a replica cannot speak in the router's name.
+ */
 function rewrap(response: Response, body: ReadableStream<Uint8Array> | null, added: { target: string | undefined; reason: string | undefined }): Response {
   const headers = new Headers(response.headers);
-  if (added.target !== undefined) headers.set(TARGET_HEADER, added.target);
-  if (added.reason !== undefined) headers.set(REASON_HEADER, added.reason);
+  headers.delete(TARGET_HEADER);
+  headers.delete(REASON_HEADER);
+  try {
+    if (added.target !== undefined) headers.set(TARGET_HEADER, added.target);
+    if (added.reason !== undefined) headers.set(REASON_HEADER, added.reason);
+  } catch {
+    // A value Headers refuses is left out (see headersOf).
+  }
   let out: Response;
   try {
     out = new Response(body, { status: response.status, statusText: response.statusText, headers });
