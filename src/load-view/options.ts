@@ -12,6 +12,7 @@ import {
   optionTimers,
   targetURL,
 } from "../internal/options.js";
+import { checkRedisURL } from "../internal/redis-url.js";
 import type { Timers } from "../internal/timers.js";
 import { describe } from "../internal/validate.js";
 import type { TargetSpec } from "../types.js";
@@ -274,8 +275,7 @@ function resolveRedis(o: Record<string, unknown>): RedisConfig {
     refreshIntervalMs,
     600_000,
   );
-  const url = optionString("loadView.url", o["url"], DEFAULT_LOAD_VIEW.redisUrl);
-  if (!/^rediss?:\/\//.test(url)) throw new RangeError(`Expected \`loadView.url\` to be a redis:// or rediss:// URL, got ${describe(url)}`);
+  const url = checkRedisURL("loadView.url", optionString("loadView.url", o["url"], DEFAULT_LOAD_VIEW.redisUrl));
   return {
     source: "redis",
     url,

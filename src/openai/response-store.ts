@@ -25,7 +25,8 @@
  * connection is down, reads are skipped and writes dropped (both counted); it is reopened on an
  * unref'd timer with the same backoff. Nothing here throws into a request.
  */
-import { redactText, redactURL } from "../internal/redact.js";
+import { redactText } from "../internal/redact.js";
+import { checkRedisURL } from "../internal/redis-url.js";
 import { optionInteger, optionObject, optionString } from "../internal/options.js";
 import { describe } from "../internal/validate.js";
 import { DEFAULT_LOAD_VIEW } from "../load-view/options.js";
@@ -91,8 +92,7 @@ export function resolveResponseStore(value: unknown): ResponseStoreConfig {
   const name = "responseAffinity.store";
   const o = value === "redis" ? { source: "redis" } : optionObject(name, value);
   if (o["source"] !== "redis") throw new TypeError(`Expected \`${name}.source\` to be "redis", got ${describe(o["source"])}`);
-  const url = optionString(`${name}.url`, o["url"], DEFAULT_RESPONSE_STORE.url);
-  if (!/^rediss?:\/\//.test(url)) throw new RangeError(`Expected \`${name}.url\` to be a redis:// or rediss:// URL, got ${describe(redactURL(url))}`);
+  const url = checkRedisURL(`${name}.url`, optionString(`${name}.url`, o["url"], DEFAULT_RESPONSE_STORE.url));
   return {
     source: "redis",
     url,
