@@ -54,8 +54,12 @@ export interface TrackContext<T extends OpenAITarget> {
   targetHeader: boolean;
   /** Add {@link REASON_HEADER} to the response. */
   reasonHeader: boolean;
-  /** Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's id. */
-  responses?: { onId: ((id: string) => void) | undefined } | undefined;
+  /**
+   * Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's
+   * id; `wait` is true for a non-streamed answer, whose chunk carrying the id is held until the
+   * promise `onId` returns settles (the store acknowledged the id's write, or gave up).
+   */
+  responses?: { onId: ((id: string, wait: boolean) => Promise<void> | void) | undefined } | undefined;
 }
 
 /** @internal Outcome of a response that was read to the end. */
@@ -117,9 +121,19 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     if (status < 300) lease.firstByte();
   };
   const json = contentType !== null && contentType.toLowerCase().includes("json");
+  // A non-streamed answer's id must be in the shared store before the caller can read it.
+  let gate: Promise<void> | undefined;
+  const onId = ctx.responses?.onId;
+  const idHook =
+    onId === undefined
+      ? undefined
+      : (id: string): void => {
+          const acked = onId(id, !streaming);
+          if (acked !== undefined) gate = acked;
+        };
   const created =
     ctx.responses !== undefined && status < 300 && (streaming || json)
-      ? responseBodyScanner(streaming, { id: ctx.responses.onId, firstOutput: markFirst })
+      ? responseBodyScanner(streaming, { id: idHook, firstOutput: markFirst })
       : undefined;
   const usage = created?.scanner ?? scannerFor(contentType);
   // A WeakRef: a long-lived signal (through the abort hook) must not keep a dropped body from
@@ -162,7 +176,17 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     return rewrap(response, null, headersOf(ctx));
   }
 
-  const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
+  const pump: Pump = {
+    leased,
+    wrapper: undefined,
+    reading: false,
+    aborted: () => aborted,
+    gate: () => {
+      const g = gate;
+      gate = undefined;
+      return g;
+    },
+  };
   const body = new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -190,6 +214,8 @@ interface Pump {
   wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
   reading: boolean;
   aborted(): boolean;
+  /** What the chunk just read waits for before it is delivered (once), if anything. */
+  gate(): Promise<void> | undefined;
 }
 
 /**
@@ -207,14 +233,20 @@ function readAhead(pump: Pump): void {
   pump.reading = true;
   pump.leased.read().then(
     (chunk) => {
-      pump.reading = false;
-      if (pump.aborted()) return; // already errored with the abort
-      try {
-        if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
-      } catch {
-        // The consumer cancelled meanwhile: the lease has ended with the cancel.
-      }
+      const deliver = (): void => {
+        pump.reading = false;
+        if (pump.aborted()) return; // already errored with the abort
+        try {
+          if (chunk.done) controller.close();
+          else controller.enqueue(chunk.value);
+        } catch {
+          // The consumer cancelled meanwhile: the lease has ended with the cancel.
+        }
+      };
+      const gate = pump.gate();
+      // Never rejects (bounded by the store's timeoutMs): see ResponseAffinity.rememberAndWait.
+      if (gate === undefined) deliver();
+      else void gate.then(deliver, deliver);
     },
     (error: unknown) => {
       pump.reading = false;

@@ -104,6 +104,16 @@ export class ResponseAffinity {
     this.store?.put(id, targetId);
   }
 
+  /**
+   * {@link remember}, and with a store a promise that settles once the store acknowledged the
+   * write, or at most `timeoutMs` later (never rejects); `undefined` without a store.
+   */
+  rememberAndWait(id: string, targetId: string): Promise<void> | undefined {
+    if (responseIdOf(id) === undefined) return undefined;
+    this.targets.set(id, targetId);
+    return this.store?.putAndWait(id, targetId);
+  }
+
   stats(): ResponseAffinityStats {
     const stats: ResponseAffinityStats = { entries: this.targets.size, localHits: this.localHits, localMisses: this.localMisses };
     if (this.store !== undefined) stats.store = this.store.stats();
@@ -173,8 +183,8 @@ function safeDecode(segment: string): string {
 
 /** What the body of a created response reports as it streams past. */
 export interface ResponseBodyHooks {
-  /** The response's id, once known. */
-  id?(id: string): void;
+  /** The response's id, once known; a promise returned holds the chunk that carried it until it settles. */
+  id?(id: string): Promise<void> | void;
   /** The first token: the first event other than `response.created` / `in_progress` / `queued` or a failure. */
   firstOutput(): void;
 }
@@ -228,7 +238,7 @@ class IdScanningJson implements UsageScanner {
   /** A JSON body is complete only at its end. */
   readonly completed = false;
 
-  constructor(private readonly onId: ((id: string) => void) | undefined) {
+  constructor(private readonly onId: ((id: string) => Promise<void> | void) | undefined) {
     this.ids = onId === undefined ? undefined : new TopLevelId();
   }
 

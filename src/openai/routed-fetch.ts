@@ -250,10 +250,13 @@ class RoutedSender<T extends OpenAITarget> {
     return affinity.fromStore(id, (targetId) => this.router.targets().some((t) => t.id === targetId));
   }
 
-  /** Remembers which target served a created response, when response affinity is on. */
-  private rememberer(targetId: string): ((id: string) => void) | undefined {
+  /**
+   * Remembers which target served a created response, when response affinity is on; with `wait`
+   * (a non-streamed answer), returns the store's acknowledgement, bounded by its `timeoutMs`.
+   */
+  private rememberer(targetId: string): ((id: string, wait: boolean) => Promise<void> | void) | undefined {
     const affinity = this.affinity;
-    return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
+    return affinity === undefined ? undefined : (id, wait) => (wait ? affinity.rememberAndWait(id, targetId) : affinity.remember(id, targetId));
   }
 
   /** What the request's trace records: the GenAI operation (from the path), the model, streaming, each target's host. */
