@@ -146,7 +146,7 @@ interface StoreClient {
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
-  stream?: { unref?(): void };
+  stream?: { unref?(): void; destroy?(): void };
 }
 
 /** The script that writes one id: `SET … PX ttlMs` unless Redis's clock is past the deadline (0: none). */
@@ -436,7 +436,10 @@ export class RedisResponseStore {
         setImmediate(() => {
           if (answered() || this.closed || this.client.status === "end") return;
           this.fail(new Error(`Redis did not answer within ${this.stuckMs} ms; reconnecting`));
+          // Destroyed, not ended: a frozen peer never completes a graceful close, and the client
+          // fails its queued commands only once the socket has closed.
           this.client.disconnect();
+          this.client.stream?.destroy?.();
         }),
       this.stuckMs,
     );
