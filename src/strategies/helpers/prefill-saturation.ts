@@ -24,9 +24,10 @@
  *
  * Estimates before a response: prompt tokens = routing-input characters (or bytes) ÷ the learned
  * characters per token (4 until responses report `promptTokens`; decayed sums over the fit's
- * horizon); cached tokens of a key a target holds = what the server last reported for that key (until then, the key's prefix in tokens).
- * The hold a pick takes is remembered with it and returned exactly once, at the first byte or at
- * the release, whichever comes first — so errors, aborts and retries leave nothing behind.
+ * horizon); cached tokens of a key a target holds = what the server last reported for that key
+ * (until then, the key's prefix in tokens). The hold a pick takes is remembered with it and
+ * returned exactly once, at the first byte or at the release, whichever comes first — so errors,
+ * aborts and retries leave nothing behind.
  */
 import { LRUCache } from "lru-cache";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
