@@ -20,7 +20,7 @@ export { OpenAI, SageMakerRuntimeClient, PrometheusExporter, MeterProvider, boun
 export type { RoutingStrategy };
 
 /** The emulated fleet the running examples reach: 7 instances, 100× faster than real time. */
-export const fleet = await startFleet({ instances: 7, timeScale: 0.01, port: 0 });
+export const fleet = await startFleet({ instances: 7, timeScale: 0.01, port: 0, models: [DEFAULT_MODEL, "llama-3.1-70b", "llama-3.1-70b:support-lora"] });
 
 export const model = DEFAULT_MODEL;
 export const policyDocument = "You answer questions about Example Corp's refund policy. Refunds are granted within 30 days. ".repeat(20);
@@ -56,7 +56,8 @@ export const client = await routeOpenAI(new OpenAI({ apiKey, baseURL }), { targe
 
 /** The application's own call to a replica: a chat completion on the fleet instance named `id`. */
 export async function callReplica(id: string, request: unknown): Promise<unknown> {
-  const target = targets.find((t) => t.id === id)!;
+  // A target id of the example's own ("a", "b", …) stands for one of the fleet's instances.
+  const target = targets.find((t) => t.id === id) ?? targets[id.charCodeAt(0) % targets.length]!;
   const res = await fetch(`${target.baseURL}/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(request) });
   return res.json();
 }

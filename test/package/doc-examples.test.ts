@@ -164,7 +164,7 @@ describe("the examples of README.md and docs/", () => {
       writeFileSync(file, moduleOf(code, relative(dir, CONTEXT).replace(/\.ts$/, ".js")));
       expect(existsSync(file)).toBe(true);
       await import(/* @vite-ignore */ file);
-    }, 180_000);
+    }, 90_000);
   });
 });
 
