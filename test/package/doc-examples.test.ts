@@ -98,6 +98,41 @@ const runnable = all.filter((b) => b.marker.kind !== "typecheck-only");
 const llamaInstalled = resolveNodeLlamaCpp() !== undefined;
 const llamaRequired = process.env["PREFIX_ROUTER_REQUIRE_LLAMA"] === "1";
 
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
+function slug(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+}
+
+function anchors(markdown: string): Set<string> {
+  const out = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (line.startsWith("```")) fenced = !fenced;
+    const m = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
+    if (m) out.add(slug(m[1]!.replace(/`/g, "")));
+  }
+  return out;
+}
+
+describe("links of README.md and docs/", () => {
+  it("a relative link names a file of the repository, and an anchor one of its headings makes", () => {
+    const broken: string[] = [];
+    for (const page of PAGES) {
+      const text = readFileSync(join(ROOT, page), "utf8");
+      const prose = text.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
+      for (const m of prose.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+        const link = m[1]!;
+        if (/^[a-z]+:/.test(link)) continue;
+        const [path, anchor] = link.split("#") as [string, string | undefined];
+        const file = path === "" ? join(ROOT, page) : join(ROOT, dirname(page), path);
+        if (!existsSync(file)) broken.push(`${page}: ${link}`);
+        else if (anchor !== undefined && file.endsWith(".md") && !anchors(readFileSync(file, "utf8")).has(anchor)) broken.push(`${page}: ${link}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+});
+
 describe("the examples of README.md and docs/", () => {
   it("are all found, each run or marked with why it is only type-checked", () => {
     expect(all.length).toBeGreaterThan(30);
