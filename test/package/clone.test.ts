@@ -2,8 +2,9 @@
  * A clone builds itself: `npm pack` in a checkout without dist/ (the repository's tracked files
  * only, as a fresh clone has them) builds first (`prepack`) and packs the library, its
  * declarations and the CLI — never an empty package; the built CLI answers `--version`.
- * `prepare` (run by `npm install` in a clone) builds too, except inside `npm pack` and
- * `npm publish`, whose `prepack` has just built.
+ * `prepare` (run by `npm install` in a clone) builds too, unless dist/ is newer than every
+ * source: npm also runs it when `npx prefix-router` fetches the clone as a package, and inside
+ * `npm pack` after `prepack` has built.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
@@ -59,8 +60,8 @@ describe("a clone", () => {
     expect(cli.stdout.trim()).toBe(manifest.version);
   });
 
-  it("prepare does not build a second time inside npm pack", () => {
-    const r = spawnSync(process.execPath, [join(ROOT, "scripts/prepare.mjs")], { cwd: dir, env: { ...process.env, npm_command: "pack" }, encoding: "utf8" });
+  it.each(["pack", "exec", "install"])("prepare does not build again a dist/ newer than the sources (npm %s)", (command) => {
+    const r = spawnSync(process.execPath, [join(ROOT, "scripts/prepare.mjs")], { cwd: dir, env: { ...process.env, npm_command: command }, encoding: "utf8" });
     expect(r.status).toBe(0);
     expect(r.stdout + r.stderr).toBe("");
   });
