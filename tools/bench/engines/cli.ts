@@ -178,7 +178,7 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     ...(args.prefixLength !== undefined && { router: { prefixLength: args.prefixLength } }),
     ...(!args.quiet && {
       onProgress: (p: { engine: EngineKind; round: number; rounds: number }) =>
-        io.err(`${p.engine}: round ${p.round}/${p.rounds} (each strategy plays ${4 * args.concurrency} sessions a round, in turn), ${((performance.now() - started) / 1000).toFixed(0)} s`),
+        io.err(`${p.engine}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
     }),
   });
   const rows = engineRows(result);
