@@ -21,6 +21,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolveNodeLlamaCpp } from "../../tools/fleet/llama/runtime.js";
 import { REDIS_SKIP_REASON, redisForTests } from "../load-view/redis-server.js";
 import { ROOT } from "./install.js";
+import { DEMO_DOC } from "../../tools/demo/cli.js";
+import { BENCH_TABLE_DOC } from "../../tools/bench/table.js";
+import { ENGINE_BENCH_DOC } from "../../tools/bench/engines/report.js";
 
 const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
 const OUT = join(ROOT, ".tmp/doc-examples");
@@ -130,6 +133,13 @@ describe("links of README.md and docs/", () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it("the doc sections the demo and the benches point to under their legends exist", () => {
+    for (const pointer of [DEMO_DOC, BENCH_TABLE_DOC, ENGINE_BENCH_DOC]) {
+      const [file, anchor] = pointer.split("#") as [string, string];
+      expect(anchors(readFileSync(join(ROOT, file), "utf8")), pointer).toContain(anchor);
+    }
   });
 });
 
