@@ -2,7 +2,7 @@
  * Router options: their defaults and their validation. Messages name the option, the allowed
  * range and the value received.
  */
-import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
+import { checkFunction, checkInteger, checkKnownKeys, checkNumber, checkOneOf, describe, keysOf, orDefault } from "./internal/validate.js";
 import { DEFAULT_KEY_SCOPE, type KeyScope, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
@@ -226,10 +226,21 @@ export function withTargetCheck<T extends TargetSpec>(options: RouterOptions<T>,
   return Object.assign({ ...options }, { [TARGET_CHECK]: check });
 }
 
+/** @internal Every key of {@link RouterOptions}: any other is refused. */
+export const ROUTER_OPTION_KEYS = keysOf<RouterOptions>()([
+  "targets", "strategy", "mode", "prefixLength", "keyScope", "concurrencyThreshold", "seed", "random", "clock", "onDecision",
+  "ejection", "longestPrefix", "prefixAware", "logger", "closedLoop", "telemetry", "loadView", "membership", "healthCheck",
+  "shadow", "shadowPlacement",
+]);
+
+/** @internal Every key of {@link EjectionOptions}. */
+export const EJECTION_OPTION_KEYS = keysOf<EjectionOptions>()(["consecutiveFailures", "baseEjectionMs", "maxEjectionMs"]);
+
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>): Config<T> {
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected router options to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("", options, ROUTER_OPTION_KEYS);
   const o = options;
   validateTargets(o.targets);
   // Only an absent option (undefined) takes its default: `null` is a value, and an invalid one.
@@ -249,6 +260,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     if (e === null || typeof e !== "object" || Array.isArray(e)) {
       throw new TypeError(`Expected \`ejection\` to be an object or false, got ${describe(e)}`);
     }
+    checkKnownKeys("ejection", e, EJECTION_OPTION_KEYS);
     ejection = {
       consecutiveFailures: checkInteger(
         "ejection.consecutiveFailures",

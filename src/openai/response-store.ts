@@ -45,7 +45,7 @@ import { redactText } from "../internal/redact.js";
 import { checkRedisURL } from "../internal/redis-url.js";
 import { isWellFormedId } from "../internal/target-id.js";
 import { optionInteger, optionObject, optionString } from "../internal/options.js";
-import { describe } from "../internal/validate.js";
+import { checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import { DEFAULT_LOAD_VIEW } from "../load-view/options.js";
 import { type RedisConstructor, failFastOptions, loadRedisClient } from "../load-view/redis.js";
 import type { Clock, ResponseStoreStats } from "../types.js";
@@ -104,10 +104,14 @@ export interface ResponseStoreConfig {
   readonly timeoutMs: number;
 }
 
+/** @internal Every key of {@link ResponseStoreOptions}. */
+export const RESPONSE_STORE_OPTION_KEYS = keysOf<ResponseStoreOptions>()(["source", "url", "keyPrefix", "ttlMs", "timeoutMs"]);
+
 /** @internal Validates `responseAffinity.store` (`"redis"` is `{ source: "redis" }`). */
 export function resolveResponseStore(value: unknown): ResponseStoreConfig {
   const name = "responseAffinity.store";
   const o = value === "redis" ? { source: "redis" } : optionObject(name, value);
+  checkKnownKeys(name, o, RESPONSE_STORE_OPTION_KEYS);
   if (o["source"] !== "redis") throw new TypeError(`Expected \`${name}.source\` to be "redis", got ${describe(o["source"])}`);
   const url = checkRedisURL(`${name}.url`, optionString(`${name}.url`, o["url"], DEFAULT_RESPONSE_STORE.url));
   return {

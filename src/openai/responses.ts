@@ -26,7 +26,7 @@
 import { LRUCache } from "lru-cache";
 import { JsonUsageScanner, SseUsageScanner, type UsageScanner } from "../adapter/usage.js";
 import type { SseEvent } from "../adapter/sse.js";
-import { checkInteger, describe } from "../internal/validate.js";
+import { checkInteger, checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import type { Clock, ReleaseInfo, ResponseAffinityStats } from "../types.js";
 import { type RedisResponseStore, type ResponseStoreConfig, type ResponseStoreOptions, openResponseStore, resolveResponseStore } from "./response-store.js";
 
@@ -132,6 +132,9 @@ export interface ResponseAffinityConfig {
   store: ResponseStoreConfig | undefined;
 }
 
+/** @internal Every key of {@link ResponseAffinityOptions}. */
+export const RESPONSE_AFFINITY_OPTION_KEYS = keysOf<ResponseAffinityOptions>()(["maxEntries", "store"]);
+
 /** Validates the `responseAffinity` option: `undefined` when it is off. */
 export function responseAffinityOf(value: unknown): ResponseAffinityConfig | undefined {
   if (value === false) return undefined;
@@ -139,6 +142,7 @@ export function responseAffinityOf(value: unknown): ResponseAffinityConfig | und
   if (value === null || typeof value !== "object") {
     throw new TypeError(`Expected \`responseAffinity\` to be an object or false, got ${describe(value)}`);
   }
+  checkKnownKeys("responseAffinity", value, RESPONSE_AFFINITY_OPTION_KEYS);
   const { maxEntries, store } = value as ResponseAffinityOptions;
   return {
     maxEntries: checkInteger("responseAffinity.maxEntries", maxEntries ?? DEFAULT_RESPONSE_AFFINITY.maxEntries, 1, 10_000_000),

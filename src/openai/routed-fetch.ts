@@ -25,11 +25,11 @@ import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.
 import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { adapterRouter } from "../adapter/targets.js";
-import { TenantIdentity } from "../adapter/tenant.js";
+import { TENANT_OPTION_KEYS, TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
-import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
+import { checkBoolean, checkFunction, checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import { createRouter } from "../router/router.js";
-import { withTargetCheck } from "../options.js";
+import { ROUTER_OPTION_KEYS, withTargetCheck } from "../options.js";
 import type { Clock, Lease, RouteRequest, Router } from "../types.js";
 import { reportAttempt, trackResponse } from "./body.js";
 import { judgeFetchError, surfaceFetchError } from "./failures.js";
@@ -68,6 +68,12 @@ export async function createRoutedFetch<T extends OpenAITarget>(options: RoutedF
   return buildRoutedFetch(options, false);
 }
 
+/** @internal Every key of {@link RoutedFetchOptions} (and so of `routeOpenAI`'s options): the router's, the tenant's and the adapter's own. */
+export const ROUTED_FETCH_OPTION_KEYS = keysOf<RoutedFetchOptions>()([
+  ...ROUTER_OPTION_KEYS, ...TENANT_OPTION_KEYS,
+  "fetch", "baseURL", "attempts", "onRequestEnd", "redirect", "targetHeader", "explainHeader", "responseAffinity",
+]);
+
 /** @internal `errorsAsResponses`: answer routing errors with an OpenAI-style error response (see routeOpenAI). */
 export async function buildRoutedFetch<T extends OpenAITarget>(
   options: RoutedFetchOptions<T>,
@@ -76,6 +82,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected options to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("", options, ROUTED_FETCH_OPTION_KEYS);
   validateOpenAITargets(options.targets);
   const underlying: FetchLike =
     options.fetch === undefined ? globalThis.fetch : checkFunction<FetchLike>("fetch", options.fetch);
