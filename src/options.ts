@@ -2,13 +2,13 @@
  * Router options: their defaults and their validation. Messages name the option, the allowed
  * range and the value received.
  */
-import { checkFunction, checkInteger, checkNumber, checkOneOf, describe, orDefault } from "./internal/validate.js";
+import { checkFunction, checkInteger, checkKnownKeys, checkNumber, checkOneOf, describe, keysOf, orDefault } from "./internal/validate.js";
 import { DEFAULT_KEY_SCOPE, type KeyScope, MAX_PREFIX_LENGTH, MIN_PREFIX_LENGTH, type RoutingMode } from "./routing/routing-input.js";
 import { type Logger, checkLogger } from "./logger.js";
 import { type TelemetryConfig, checkTelemetry } from "./telemetry/load.js";
 import type { TelemetryOptions } from "./telemetry/telemetry.js";
 import { type ClosedLoopConfig, type ClosedLoopOptions, resolveClosedLoop } from "./closed-loop/closed-loop.js";
-import { type BuiltInStrategyOptions, DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec, resolveStrategySettings } from "./strategies/index.js";
+import { BUILT_IN_OPTION_KEYS, type BuiltInStrategyOptions, DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec, resolveStrategySettings, strategyOptionKeys } from "./strategies/index.js";
 import type { StrategySettings } from "./strategies/definition.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
@@ -16,6 +16,7 @@ import { type BackgroundConfig, resolveBackground } from "./background/backgroun
 import type { HealthCheckOptions } from "./background/health-check.js";
 import type { LoadViewOption } from "./load-view/options.js";
 import type { MembershipOptions } from "./background/membership.js";
+import { isWellFormedId } from "./internal/target-id.js";
 
 export { DEFAULT_STRATEGY, STRATEGIES };
 
@@ -213,10 +214,29 @@ export interface RouterInternals {
   readonly targetCheck?: (targets: unknown) => void;
 }
 
+/**
+ * @internal The keys of {@link RouterOptions} the core reads and the built-in strategies' option
+ * keys: a registered strategy's key is known too ({@link knownRouterKeys}); any other is refused.
+ */
+export const ROUTER_OPTION_KEYS = keysOf<RouterOptions>()([
+  "targets", "strategy", "mode", "prefixLength", "keyScope", "concurrencyThreshold", "seed", "random", "clock", "onDecision",
+  "ejection", "logger", "closedLoop", "telemetry", "loadView", "membership", "healthCheck", "shadow", "shadowPlacement",
+  ...BUILT_IN_OPTION_KEYS,
+]);
+
+/** @internal The option keys known now: `extra` (an adapter's own), the router's, every registered strategy's. */
+export function knownRouterKeys(extra: readonly string[] = []): string[] {
+  return [...extra, ...ROUTER_OPTION_KEYS, ...strategyOptionKeys()];
+}
+
+/** @internal Every key of {@link EjectionOptions}. */
+export const EJECTION_OPTION_KEYS = keysOf<EjectionOptions>()(["consecutiveFailures", "baseEjectionMs", "maxEjectionMs"]);
+
 export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>, internals: RouterInternals = {}): Config<T> {
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected router options to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("", options, knownRouterKeys());
   const o = options;
   validateTargets(o.targets);
   // Only an absent option (undefined) takes its default: `null` is a value, and an invalid one.
@@ -236,6 +256,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>,
     if (e === null || typeof e !== "object" || Array.isArray(e)) {
       throw new TypeError(`Expected \`ejection\` to be an object or false, got ${describe(e)}`);
     }
+    checkKnownKeys("ejection", e, EJECTION_OPTION_KEYS);
     ejection = {
       consecutiveFailures: checkInteger(
         "ejection.consecutiveFailures",
@@ -301,6 +322,9 @@ export function validateTargets(targets: unknown): void {
     const { id, weight, models } = t as TargetSpec;
     if (typeof id !== "string" || id.length === 0) {
       throw new TypeError(`Expected \`targets[${i}].id\` to be a non-empty string, got ${describe(id)}`);
+    }
+    if (!isWellFormedId(id)) {
+      throw new RangeError(`Expected \`targets[${i}].id\` to be well-formed text (no lone surrogate: it could not be written as UTF-8, in a header or to Redis), got ${JSON.stringify(id)}`);
     }
     if (seen.has(id)) throw new RangeError(`Expected target ids to be unique, got ${JSON.stringify(id)} twice`);
     seen.add(id);

@@ -24,7 +24,7 @@
  */
 import { createHmac } from "node:crypto";
 import { RouterError } from "../errors.js";
-import { checkOneOf, describe, quoteShort } from "../internal/validate.js";
+import { checkOneOf, describe, keysOf, quoteShort } from "../internal/validate.js";
 import { validateTenant } from "../routing/routing-key.js";
 
 /** Whether tenants share the engines' prefix caches (`"none"`) or each gets its own (`"tenant"`, vLLM `cache_salt`). */
@@ -32,6 +32,9 @@ export type TenantIsolation = "none" | "tenant";
 
 /** The isolation when none is given: tenants share the engines' prefix caches. */
 export const DEFAULT_ISOLATION: TenantIsolation = "none";
+
+/** @internal Every key of {@link TenantOptions}. */
+export const TENANT_OPTION_KEYS = keysOf<TenantOptions<unknown>>()(["tenant", "isolation", "cacheSaltSecret"]);
 
 /** The tenant options both adapters take; `R` is what the adapter passes to a `tenant` function. */
 export interface TenantOptions<R> {

@@ -4,7 +4,7 @@
  */
 import { Resolver } from "node:dns/promises";
 import { optionInteger, optionObject, optionString } from "../internal/options.js";
-import { checkFunction, describe, orDefault } from "../internal/validate.js";
+import { checkFunction, checkKnownKeys, describe, keysOf, orDefault } from "../internal/validate.js";
 import type { TargetSpec } from "../types.js";
 
 /** A target found in DNS: its id is `address:port`, its OpenAI `baseURL` built from the options. */
@@ -38,6 +38,9 @@ export interface DnsTargetsOptions<T extends TargetSpec = DnsTarget> {
 
 const NO_RECORDS = new Set(["ENODATA", "ENOTFOUND", "ENOENT"]);
 
+/** @internal Every key of {@link DnsTargetsOptions}. */
+export const DNS_TARGETS_OPTION_KEYS = keysOf<DnsTargetsOptions>()(["hostname", "port", "protocol", "path", "family", "resolver", "toTarget"]);
+
 /**
  * A `membership.targets` provider resolving `hostname`: one target per address, sorted, so the
  * set only changes when the records do. A name with no records of one family is not an error;
@@ -51,6 +54,7 @@ const NO_RECORDS = new Set(["ENODATA", "ENOTFOUND", "ENOENT"]);
  */
 export function dnsTargets<T extends TargetSpec = DnsTarget>(options: DnsTargetsOptions<T>): () => Promise<T[]> {
   const o = optionObject("dnsTargets options", options);
+  checkKnownKeys("dnsTargets", o, DNS_TARGETS_OPTION_KEYS);
   const hostname = optionString("dnsTargets.hostname", o["hostname"]);
   const port = optionInteger("dnsTargets.port", o["port"], Number.NaN, 1, 65_535);
   const protocol = orDefault(o["protocol"], "http");

@@ -12,7 +12,7 @@ import type { Timers } from "../internal/timers.js";
 import { getText } from "../internal/http-get.js";
 import { Poller } from "../internal/poller.js";
 import { redactText, redactURL } from "../internal/redact.js";
-import { describe } from "../internal/validate.js";
+import { checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import type { TargetSpec } from "../types.js";
 
 /** The `healthCheck` router option. */
@@ -56,10 +56,16 @@ export interface HealthCheckConfig<T extends TargetSpec> {
   readonly timers: Timers;
 }
 
+/** @internal Every key of {@link HealthCheckOptions}. */
+export const HEALTH_CHECK_OPTION_KEYS = keysOf<HealthCheckOptions>()([
+  "url", "path", "intervalMs", "timeoutMs", "maxBodyBytes", "failuresBeforeDown", "successesBeforeUp", "headers", "timers",
+]);
+
 /** @internal Validates `healthCheck`. */
 export function resolveHealthCheck<T extends TargetSpec>(value: unknown): HealthCheckConfig<T> | undefined {
   if (value === undefined || value === false) return undefined;
   const o = value === true ? {} : optionObject("healthCheck", value);
+  checkKnownKeys("healthCheck", o, HEALTH_CHECK_OPTION_KEYS);
   const path = optionString("healthCheck.path", o["path"], DEFAULT_HEALTH_CHECK.path);
   if (!path.startsWith("/")) throw new RangeError(`Expected \`healthCheck.path\` to start with "/", got ${describe(path)}`);
   return {

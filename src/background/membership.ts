@@ -10,7 +10,7 @@ import { RouterError } from "../errors.js";
 import { type Logger, log } from "../logger.js";
 import { optionInteger, optionObject, optionTimers } from "../internal/options.js";
 import { redactText } from "../internal/redact.js";
-import { checkFunction } from "../internal/validate.js";
+import { checkFunction, checkKnownKeys, keysOf } from "../internal/validate.js";
 import { Repeater, type Timers } from "../internal/timers.js";
 import type { Clock, TargetSpec } from "../types.js";
 
@@ -54,10 +54,14 @@ export interface MembershipConfig<T extends TargetSpec> {
   readonly timers: Timers;
 }
 
+/** @internal Every key of {@link MembershipOptions}. */
+export const MEMBERSHIP_OPTION_KEYS = keysOf<MembershipOptions>()(["targets", "intervalMs", "timeoutMs", "timers"]);
+
 /** @internal Validates `membership`. */
 export function resolveMembership<T extends TargetSpec>(value: unknown): MembershipConfig<T> | undefined {
   if (value === undefined) return undefined;
   const o = optionObject("membership", value);
+  checkKnownKeys("membership", o, MEMBERSHIP_OPTION_KEYS);
   return {
     targets: checkFunction("membership.targets", o["targets"]),
     intervalMs: optionInteger("membership.intervalMs", o["intervalMs"], DEFAULT_MEMBERSHIP.intervalMs, 100, 86_400_000),

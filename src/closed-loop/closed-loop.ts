@@ -18,7 +18,7 @@
  * {@link CHARS_PER_TOKEN}. Tokenizers differ by 4× and more (about 4 characters a token for
  * English with large vocabularies, 1 for byte-level ones): a fixed ratio judges real hits as misses.
  */
-import { checkInteger, checkNumber, describe } from "../internal/validate.js";
+import { checkInteger, checkKnownKeys, checkNumber, describe, keysOf } from "../internal/validate.js";
 import type { LeaseOutcome, ReleaseInfo } from "../types.js";
 
 /** Characters (text mode) or bytes (bytes mode) per token before a target has answered: Llama 3's English ratio, llm-d's assumption. */
@@ -61,6 +61,9 @@ export const DEFAULT_CLOSED_LOOP: Readonly<Required<ClosedLoopOptions>> = Object
 /** @internal Validated options; `undefined` when the loop is off (`closedLoop: false`). */
 export type ClosedLoopConfig = Readonly<Required<ClosedLoopOptions>> | undefined;
 
+/** @internal Every key of {@link ClosedLoopOptions}. */
+export const CLOSED_LOOP_OPTION_KEYS = keysOf<ClosedLoopOptions>()(["misses", "ratio"]);
+
 /** @internal Validates `RouterOptions.closedLoop`. */
 export function resolveClosedLoop(options: unknown): ClosedLoopConfig {
   if (options === false) return undefined;
@@ -68,6 +71,7 @@ export function resolveClosedLoop(options: unknown): ClosedLoopConfig {
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`Expected \`closedLoop\` to be an object or false, got ${describe(options)}`);
   }
+  checkKnownKeys("closedLoop", options, CLOSED_LOOP_OPTION_KEYS);
   const o = options as ClosedLoopOptions;
   const ratio = checkNumber("closedLoop.ratio", o.ratio ?? DEFAULT_CLOSED_LOOP.ratio, 0, 1);
   if (ratio === 0) throw new RangeError("Expected `closedLoop.ratio` to be a number from 0 (exclusive) to 1, got 0");

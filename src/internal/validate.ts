@@ -61,3 +61,70 @@ export function checkFunction<F>(name: string, value: unknown): F {
 export function orDefault<T>(value: T | undefined, fallback: T): T {
   return value === undefined ? fallback : value;
 }
+
+/**
+ * Every key of `T`, listed once: `keysOf<Options>()([...])` is a type error naming a key of
+ * `Options` the list lacks, so a list kept beside its resolver cannot fall behind the type.
+ */
+export function keysOf<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    keys: K & ([Exclude<keyof T & string, K[number]>] extends [never] ? unknown : { missing: Exclude<keyof T & string, K[number]> }),
+  ): K => Object.freeze([...keys]) as unknown as K;
+}
+
+/**
+ * Refuses an own key of `options` that is not in `known`: an option this version does not know
+ * would otherwise do nothing, silently (a misspelling, an option of another version). `path` is
+ * where the object sits (`"prefixAware"`; `""` for the top level). The TypeError names the
+ * closest known key by edit distance, or lists the known keys when none is close:
+ * ``Unknown option `concurrencyTreshold` — did you mean `concurrencyThreshold`?``
+ */
+export function checkKnownKeys(path: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) throw new TypeError(unknownOptionMessage(path, key, known));
+  }
+}
+
+function unknownOptionMessage(path: string, key: string, known: readonly string[]): string {
+  const at = (k: string) => (path === "" ? k : `${path}.${k}`);
+  const shown = /^[\w$-]{1,64}$/.test(key) ? `\`${at(key)}\`` : `${quoteShort(key)}${path === "" ? "" : ` in \`${path}\``}`;
+  const near = closest(key, known);
+  if (near !== undefined) return `Unknown option ${shown} — did you mean \`${at(near)}\`?`;
+  const list = known.length <= 12 ? known.map((k) => `\`${k}\``).join(", ") : "those in the README's options table";
+  return `Unknown option ${shown}: ${path === "" ? "the options are" : `\`${path}\` takes`} ${list}`;
+}
+
+/** The known key nearest `key` (case ignored; a transposition counts one edit), if within a third of its length. */
+function closest(key: string, known: readonly string[]): string | undefined {
+  if (key.length > 256) return undefined;
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const k of known) {
+    const d = editDistance(key.toLowerCase(), k.toLowerCase());
+    if (d < bestDistance && d <= Math.max(1, Math.floor(k.length / 3))) {
+      best = k;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance: insertions, deletions, substitutions and adjacent transpositions. */
+function editDistance(a: string, b: string): number {
+  const rows: number[][] = [];
+  for (let i = 0; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      if (i === 0) {
+        row.push(j);
+        continue;
+      }
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, row[j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      row.push(d);
+    }
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
+}

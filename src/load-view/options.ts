@@ -12,8 +12,9 @@ import {
   optionTimers,
   targetURL,
 } from "../internal/options.js";
+import { checkRedisURL } from "../internal/redis-url.js";
 import type { Timers } from "../internal/timers.js";
-import { describe } from "../internal/validate.js";
+import { checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import type { TargetSpec } from "../types.js";
 import type { LoadView } from "./view.js";
 
@@ -211,6 +212,19 @@ export type LoadViewConfig<T extends TargetSpec> = EngineConfig<T> | RedisConfig
 
 const VIEW_METHODS = ["shared", "others", "setTargets", "acquire", "release", "stats", "close"] as const;
 
+/** @internal Every key of {@link EngineLoadViewOptions}. */
+export const ENGINE_LOAD_VIEW_OPTION_KEYS = keysOf<EngineLoadViewOptions>()([
+  "source", "metricsURL", "intervalMs", "timeoutMs", "maxBodyBytes", "staleAfterMs", "peers", "metrics", "headers", "timers",
+]);
+
+/** @internal Every key of {@link EngineMetricNames}. */
+export const ENGINE_METRIC_NAME_KEYS = keysOf<EngineMetricNames>()(["running", "waiting", "kvCacheUsage", "waitingUncachedTokens", "cacheConfig"]);
+
+/** @internal Every key of {@link RedisLoadViewOptions}. */
+export const REDIS_LOAD_VIEW_OPTION_KEYS = keysOf<RedisLoadViewOptions>()([
+  "source", "url", "keyPrefix", "leaseTtlMs", "refreshIntervalMs", "idleRefreshIntervalMs", "staleAfterMs", "commandTimeoutMs", "processId", "timers",
+]);
+
 /** @internal Validates `loadView`. */
 export function resolveLoadView<T extends TargetSpec>(value: unknown): LoadViewConfig<T> | undefined {
   if (value === undefined || value === "local") return undefined;
@@ -225,10 +239,13 @@ export function resolveLoadView<T extends TargetSpec>(value: unknown): LoadViewC
   }
   switch (o["source"]) {
     case "local":
+      checkKnownKeys("loadView", o, ["source"]);
       return undefined;
     case "engine":
+      checkKnownKeys("loadView", o, ENGINE_LOAD_VIEW_OPTION_KEYS);
       return resolveEngine<T>(o);
     case "redis":
+      checkKnownKeys("loadView", o, REDIS_LOAD_VIEW_OPTION_KEYS);
       return resolveRedis(o);
     default:
       throw new TypeError(
@@ -244,6 +261,7 @@ function staleAfter(name: string, value: unknown, intervalMs: number): number {
 function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): EngineConfig<T> {
   const intervalMs = optionInteger("loadView.intervalMs", o["intervalMs"], DEFAULT_LOAD_VIEW.engineIntervalMs, 10, 600_000);
   const names = o["metrics"] === undefined ? {} : optionObject("loadView.metrics", o["metrics"]);
+  checkKnownKeys("loadView.metrics", names, ENGINE_METRIC_NAME_KEYS);
   return {
     source: "engine",
     metricsURL: targetURL<T>("loadView.metricsURL", "metricsURL", "/metrics", o["metricsURL"]),
@@ -274,8 +292,7 @@ function resolveRedis(o: Record<string, unknown>): RedisConfig {
     refreshIntervalMs,
     600_000,
   );
-  const url = optionString("loadView.url", o["url"], DEFAULT_LOAD_VIEW.redisUrl);
-  if (!/^rediss?:\/\//.test(url)) throw new RangeError(`Expected \`loadView.url\` to be a redis:// or rediss:// URL, got ${describe(url)}`);
+  const url = checkRedisURL("loadView.url", optionString("loadView.url", o["url"], DEFAULT_LOAD_VIEW.redisUrl));
   return {
     source: "redis",
     url,

@@ -20,18 +20,25 @@
  */
 import { type LeaseRegistry, LeasedBody, readerSource } from "../adapter/leased-body.js";
 import { scannerFor } from "../adapter/usage.js";
+import { headerId } from "../internal/target-id.js";
 import { encodeReason } from "../router/reason.js";
 import { responseBodyScanner } from "./responses.js";
 import type { Clock, Lease, LeaseOutcome, ReleaseInfo } from "../types.js";
 import type { OpenAITarget, RoutedRequestInfo } from "./types.js";
 
-/** Response header naming the target that served a routed request; added only with the `targetHeader` option. */
+/**
+ * Response header naming the target that served a routed request; added only with the
+ * `targetHeader` option. Its value is the id when the id is visible ASCII without `%`, else the
+ * id percent-encoded (UTF-8): `decodeURIComponent(value)` is the id either way. Removed from
+ * upstream responses whether or not the option is on.
+ */
 export const TARGET_HEADER = "x-prefix-router-target";
 
 /**
  * Response header giving why the target was picked (`Lease.reason` in its compact form,
  * docs/observability.md#the-reason-header); added only with the `explainHeader` option, and only
- * to the response the caller sees — never to the request sent to the target.
+ * to the response the caller sees — never to the request sent to the target. Removed from
+ * upstream responses whether or not the option is on.
  */
 export const REASON_HEADER = "x-prefix-router-reason";
 
@@ -47,8 +54,12 @@ export interface TrackContext<T extends OpenAITarget> {
   targetHeader: boolean;
   /** Add {@link REASON_HEADER} to the response. */
   reasonHeader: boolean;
-  /** Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's id. */
-  responses?: { onId: ((id: string) => void) | undefined } | undefined;
+  /**
+   * Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's
+   * id; `wait` is true for a non-streamed answer, whose chunk carrying the id is held until the
+   * promise `onId` returns settles (the store acknowledged the id's write, or gave up).
+   */
+  responses?: { onId: ((id: string, wait: boolean) => Promise<void> | void) | undefined } | undefined;
 }
 
 /** @internal Outcome of a response that was read to the end. */
@@ -110,9 +121,19 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     if (status < 300) lease.firstByte();
   };
   const json = contentType !== null && contentType.toLowerCase().includes("json");
+  // A non-streamed answer's id must be in the shared store before the caller can read it.
+  let gate: Promise<void> | undefined;
+  const onId = ctx.responses?.onId;
+  const idHook =
+    onId === undefined
+      ? undefined
+      : (id: string): void => {
+          const acked = onId(id, !streaming);
+          if (acked !== undefined) gate = acked;
+        };
   const created =
     ctx.responses !== undefined && status < 300 && (streaming || json)
-      ? responseBodyScanner(streaming, { id: ctx.responses.onId, firstOutput: markFirst })
+      ? responseBodyScanner(streaming, { id: idHook, firstOutput: markFirst })
       : undefined;
   const usage = created?.scanner ?? scannerFor(contentType);
   // A WeakRef: a long-lived signal (through the abort hook) must not keep a dropped body from
@@ -155,7 +176,17 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     return rewrap(response, null, headersOf(ctx));
   }
 
-  const pump: Pump = { leased, wrapper: undefined, reading: false, aborted: () => aborted };
+  const pump: Pump = {
+    leased,
+    wrapper: undefined,
+    reading: false,
+    aborted: () => aborted,
+    gate: () => {
+      const g = gate;
+      gate = undefined;
+      return g;
+    },
+  };
   const body = new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -183,6 +214,8 @@ interface Pump {
   wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
   reading: boolean;
   aborted(): boolean;
+  /** What the chunk just read waits for before it is delivered (once), if anything. */
+  gate(): Promise<void> | undefined;
 }
 
 /**
@@ -200,14 +233,20 @@ function readAhead(pump: Pump): void {
   pump.reading = true;
   pump.leased.read().then(
     (chunk) => {
-      pump.reading = false;
-      if (pump.aborted()) return; // already errored with the abort
-      try {
-        if (chunk.done) controller.close();
-        else controller.enqueue(chunk.value);
-      } catch {
-        // The consumer cancelled meanwhile: the lease has ended with the cancel.
-      }
+      const deliver = (): void => {
+        pump.reading = false;
+        if (pump.aborted()) return; // already errored with the abort
+        try {
+          if (chunk.done) controller.close();
+          else controller.enqueue(chunk.value);
+        } catch {
+          // The consumer cancelled meanwhile: the lease has ended with the cancel.
+        }
+      };
+      const gate = pump.gate();
+      // Never rejects (bounded by the store's timeoutMs): see ResponseAffinity.rememberAndWait.
+      if (gate === undefined) deliver();
+      else void gate.then(deliver, deliver);
     },
     (error: unknown) => {
       pump.reading = false;
@@ -219,17 +258,44 @@ function readAhead(pump: Pump): void {
 /** The source of a response without a body: ended before anyone reads. */
 const EMPTY = { read: async () => ({ done: true as const }), close: async () => {} };
 
-/** The headers the options add to a routed response: {@link TARGET_HEADER}, {@link REASON_HEADER}. */
+/**
+ * The headers the options add to a routed response: {@link TARGET_HEADER}, {@link REASON_HEADER},
+ * in their header-safe forms. The request has been sent: nothing here may throw (an error would
+ * make the client retry a request the replica already ran), so a value that cannot be built is
+ * left out.
+ */
 function headersOf<T extends OpenAITarget>(ctx: TrackContext<T>): { target: string | undefined; reason: string | undefined } {
-  const reason = ctx.reasonHeader ? ctx.lease.reason : undefined;
-  return { target: ctx.targetHeader ? ctx.lease.target.id : undefined, reason: reason === undefined ? undefined : encodeReason(reason) };
+  let target: string | undefined;
+  let reason: string | undefined;
+  try {
+    if (ctx.targetHeader) target = headerId(ctx.lease.target.id);
+  } catch {
+    // Left out (ids are checked at configuration; this is the last guard).
+  }
+  try {
+    const why = ctx.reasonHeader ? ctx.lease.reason : undefined;
+    if (why !== undefined) reason = encodeReason(why);
+  } catch {
+    // Left out, as above.
+  }
+  return { target, reason };
 }
 
-/** `response` with `body`, and with the headers the options add. */
+/**
+ * `response` with `body`, and with the headers the options add. The router's own headers
+ * ({@link TARGET_HEADER}, {@link REASON_HEADER}) are removed from what the upstream sent, whether
+ * or not the options add them: a replica cannot speak in the router's name.
+ */
 function rewrap(response: Response, body: ReadableStream<Uint8Array> | null, added: { target: string | undefined; reason: string | undefined }): Response {
   const headers = new Headers(response.headers);
-  if (added.target !== undefined) headers.set(TARGET_HEADER, added.target);
-  if (added.reason !== undefined) headers.set(REASON_HEADER, added.reason);
+  headers.delete(TARGET_HEADER);
+  headers.delete(REASON_HEADER);
+  try {
+    if (added.target !== undefined) headers.set(TARGET_HEADER, added.target);
+    if (added.reason !== undefined) headers.set(REASON_HEADER, added.reason);
+  } catch {
+    // A value Headers refuses is left out (see headersOf).
+  }
   let out: Response;
   try {
     out = new Response(body, { status: response.status, statusText: response.statusText, headers });

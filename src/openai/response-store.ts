@@ -8,14 +8,29 @@
  * Keys: `{<keyPrefix>}:resp:<id>` → the target id, `SET … PX ttlMs` (every key expires). An id
  * made only of `A–Z a–z 0–9 _ . -` (vLLM's `resp_…`, OpenAI's) is the key's tail as it is; any
  * other id (at most `MAX_RESPONSE_ID_CHARS` characters, the local map's cap: responses.ts) is written
- * as `x:` + the hex of its UTF-8 bytes, so no id reaches Redis unescaped and two ids never share
+ * as `x:` + the hex of its UTF-8 bytes (`u:` + the hex of its UTF-16 code units when it has a lone
+ * surrogate, which UTF-8 cannot carry), so no id reaches Redis unescaped and two ids never share
  * a key. A value is read with `GETRANGE 0 MAX_VALUE_BYTES` (a value another program made huge is
  * never read whole) and counts only when it names a current target.
  *
- * Cost per request: a write is a map insert on the response path, never awaited; the writes made
- * in one run of synchronous code go out together (one command, or one pipeline) in a microtask
- * after it — on the wire before the caller can have read the id and sent a follow-up anywhere.
- * At most {@link MAX_PENDING_WRITES} writes wait or are in flight (more are dropped and counted).
+ * Cost per request: a write is a map insert on the response path; the writes made in one run of
+ * synchronous code go out together (one script call each, in one pipeline) in a microtask after
+ * it. A non-streamed Responses answer is handed to the caller once its id's write is acknowledged,
+ * or after `timeoutMs` without (counted, `lateAnswers`): a follow-up sent through any process the
+ * moment the answer arrives finds the id in Redis. A streamed answer does not wait (its id comes
+ * first, and the write is on the wire before the stream ends).
+ *
+ * Bounded while Redis is frozen: at most {@link MAX_PENDING_WRITES} writes wait or are unanswered
+ * — counted until Redis really answers or the connection closes, not until a timer fires — and
+ * more are dropped and counted (`writesDropped`). A batch unanswered after max(1,000 ms,
+ * `timeoutMs`) closes the connection (the client's queue goes with it) and the store reconnects
+ * on its schedule. Every write carries a deadline in Redis's time — sent + `timeoutMs`, from an
+ * upper bound of Redis's clock minus this process's real-time clock, learned from the replies —
+ * and the script refuses one that reaches Redis later (`writesExpired`): a write that sat in a
+ * socket while Redis was frozen is never applied after the thaw. A timer judges after the next
+ * I/O poll, so an answer already waiting in the socket is read first (a process that stalled is
+ * not taken for a Redis that did).
+ *
  * A read is one round trip, only for a follow-up whose id the local map lacks, bounded by
  * `timeoutMs`.
  *
@@ -23,11 +38,14 @@
  * the store) and makes the next reads skip the store for a backoff (50 ms doubling to 2 s, reset
  * by an answer), so a slow Redis costs at most one `timeoutMs` per backoff period. While the
  * connection is down, reads are skipped and writes dropped (both counted); it is reopened on an
- * unref'd timer with the same backoff. Nothing here throws into a request.
+ * unref'd timer with the same backoff. Start-up waits for the first connection at most max(1,000
+ * ms, `timeoutMs`). Nothing here throws into a request.
  */
-import { redactText, redactURL } from "../internal/redact.js";
+import { redactText } from "../internal/redact.js";
+import { checkRedisURL } from "../internal/redis-url.js";
+import { isWellFormedId } from "../internal/target-id.js";
 import { optionInteger, optionObject, optionString } from "../internal/options.js";
-import { describe } from "../internal/validate.js";
+import { checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import { DEFAULT_LOAD_VIEW } from "../load-view/options.js";
 import { type RedisConstructor, failFastOptions, loadRedisClient } from "../load-view/redis.js";
 import type { Clock } from "../types.js";
@@ -66,7 +84,7 @@ export const DEFAULT_RESPONSE_STORE = Object.freeze({
   timeoutMs: 50,
 });
 
-/** Writes waiting or in flight, at most; more are dropped (and counted). */
+/** Writes waiting or sent and unanswered, at most; more are dropped (and counted, `writesDropped`). */
 export const MAX_PENDING_WRITES = 10_000;
 /** A target id longer than this is not written (nor matched when read). */
 export const MAX_TARGET_ID_CHARS = 1024;
@@ -87,13 +105,16 @@ export interface ResponseStoreConfig {
   readonly timeoutMs: number;
 }
 
+/** @internal Every key of {@link ResponseStoreOptions}. */
+export const RESPONSE_STORE_OPTION_KEYS = keysOf<ResponseStoreOptions>()(["source", "url", "keyPrefix", "ttlMs", "timeoutMs"]);
+
 /** @internal Validates `responseAffinity.store` (`"redis"` is `{ source: "redis" }`). */
 export function resolveResponseStore(value: unknown): ResponseStoreConfig {
   const name = "responseAffinity.store";
   const o = value === "redis" ? { source: "redis" } : optionObject(name, value);
+  checkKnownKeys(name, o, RESPONSE_STORE_OPTION_KEYS);
   if (o["source"] !== "redis") throw new TypeError(`Expected \`${name}.source\` to be "redis", got ${describe(o["source"])}`);
-  const url = optionString(`${name}.url`, o["url"], DEFAULT_RESPONSE_STORE.url);
-  if (!/^rediss?:\/\//.test(url)) throw new RangeError(`Expected \`${name}.url\` to be a redis:// or rediss:// URL, got ${describe(redactURL(url))}`);
+  const url = checkRedisURL(`${name}.url`, optionString(`${name}.url`, o["url"], DEFAULT_RESPONSE_STORE.url));
   return {
     source: "redis",
     url,
@@ -103,9 +124,20 @@ export function resolveResponseStore(value: unknown): ResponseStoreConfig {
   };
 }
 
-/** The Redis key of response `id` (an id the local map would keep: 1 to 512 characters). */
+/**
+ * The Redis key of response `id` (an id the local map would keep: 1 to 512 characters). An id
+ * with a lone surrogate has no UTF-8 form (it would become U+FFFD, the key of another id): it is
+ * written as `u:` + the hex of its UTF-16 code units instead.
+ */
 export function responseKey(keyPrefix: string, id: string): string {
-  return `{${keyPrefix}}:resp:${SAFE_ID.test(id) ? id : `x:${Buffer.from(id, "utf8").toString("hex")}`}`;
+  return `{${keyPrefix}}:resp:${SAFE_ID.test(id) ? id : escapedId(id)}`;
+}
+
+function escapedId(id: string): string {
+  if (isWellFormedId(id)) return `x:${Buffer.from(id, "utf8").toString("hex")}`;
+  let hex = "u:";
+  for (let i = 0; i < id.length; i++) hex += id.charCodeAt(i).toString(16).padStart(4, "0");
+  return hex;
 }
 
 /** What the store uses of an ioredis client. */
@@ -113,20 +145,41 @@ interface StoreClient {
   status: string;
   connect(): Promise<void>;
   getrange(key: string, start: number, end: number): Promise<string>;
-  set(key: string, value: string, px: "PX", ms: number): Promise<unknown>;
-  pipeline(): { set(key: string, value: string, px: "PX", ms: number): unknown; exec(): Promise<[Error | null, unknown][] | null> };
+  time(): Promise<[string, string]>;
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
+  pipeline(): { [WRITE_COMMAND](key: string, value: string, ttlMs: number, deadlineMs: number): unknown; exec(): Promise<[Error | null, unknown][] | null> };
   on(event: string, listener: (...args: unknown[]) => void): unknown;
   quit(): Promise<unknown>;
   disconnect(): void;
-  stream?: { unref?(): void };
+  stream?: { unref?(): void; destroy?(): void };
+}
+
+/** The script that writes one id: `SET … PX ttlMs` unless Redis's clock is past the deadline (0: none). */
+const WRITE_COMMAND = "prefixRouterResponse";
+const WRITE_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local deadline = tonumber(ARGV[3])
+if deadline ~= nil and deadline > 0 and now > deadline then return {0, now} end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return {1, now}
+`;
+
+/** Real time for deadlines, which are in Redis's (wall) time: never the injected clock. */
+const REAL_TIME: Clock = performance;
+
+/** One id's write, and who waits for its acknowledgement. */
+interface Write {
+  targetId: string;
+  acked: ((applied: boolean) => void)[];
 }
 
 /** @internal The Redis store of response affinity. */
 export class RedisResponseStore {
   private readonly client: StoreClient;
-  private pending = new Map<string, string>();
+  private pending = new Map<string, Write>();
   private scheduled = false;
-  /** Writes sent and not yet answered. */
+  /** Writes sent and not yet answered by Redis (nor failed by a closed connection). */
   private writing = 0;
   private closed = false;
   /** No read before this time (after a failed one). */
@@ -134,18 +187,25 @@ export class RedisResponseStore {
   private readDelayMs = FIRST_RETRY_DELAY_MS;
   private connectDelayMs = FIRST_RETRY_DELAY_MS;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly counts = { hits: 0, misses: 0, errors: 0, timeouts: 0, skipped: 0, writes: 0, writeErrors: 0 };
+  private readonly counts = { hits: 0, misses: 0, errors: 0, timeouts: 0, skipped: 0, writes: 0, writeErrors: 0, writesDropped: 0, writesExpired: 0, lateAnswers: 0 };
   private lastError: string | null = null;
   private readonly connecting: Promise<void>;
+  /** max(1,000 ms, timeoutMs): connecting, and the longest a batch of writes may go unanswered. */
+  private readonly stuckMs: number;
+  /** An upper bound of Redis's clock minus {@link REAL_TIME}, ms; unknown (no deadline sent) before the first answer. */
+  private offsetMs = Number.POSITIVE_INFINITY;
 
   constructor(
     private readonly config: ResponseStoreConfig,
     private readonly clock: Clock,
     Redis: RedisConstructor,
   ) {
-    const connectTimeout = Math.max(MIN_CONNECT_TIMEOUT_MS, config.timeoutMs);
-    // A write (or a read this store gave up on) is failed by the client after connectTimeout.
-    this.client = new Redis(config.url, failFastOptions(connectTimeout)) as unknown as StoreClient;
+    this.stuckMs = Math.max(MIN_CONNECT_TIMEOUT_MS, config.timeoutMs);
+    // No commandTimeout: the client would fail a command on its timer while the command stays
+    // queued (and, once written, gets applied when Redis answers). This store keeps its own
+    // timers, judged after the next I/O poll, and closes a connection that stopped answering.
+    this.client = new Redis(config.url, { ...failFastOptions(this.stuckMs), commandTimeout: undefined }) as unknown as StoreClient;
+    this.client.defineCommand(WRITE_COMMAND, { numberOfKeys: 1, lua: WRITE_SCRIPT });
     this.client.on("error", (e) => this.fail(e));
     this.client.on("connect", () => this.client.stream?.unref?.());
     // The client does not reconnect by itself (retryStrategy); this store does, on a timer.
@@ -154,13 +214,22 @@ export class RedisResponseStore {
       this.connectDelayMs = FIRST_RETRY_DELAY_MS;
       this.readAfterMs = Number.NEGATIVE_INFINITY;
       this.readDelayMs = FIRST_RETRY_DELAY_MS;
+      this.learnOffset();
     });
     this.connecting = this.connect();
   }
 
-  /** Settles once the first connection is made or has failed (never rejects). */
+  /** Settles once the first connection is made or has failed, or after max(1,000 ms, `timeoutMs`) (never rejects). */
   ready(): Promise<void> {
-    return this.connecting;
+    return new Promise<void>((resolve) => {
+      // Not unref'd: the connection's socket is, and a start-up awaited at the top level must not
+      // see the process exit under it.
+      const timer = setTimeout(resolve, this.stuckMs);
+      void this.connecting.then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /**
@@ -176,14 +245,18 @@ export class RedisResponseStore {
     const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
       // Decided after the next poll phase: when this process itself stalled past timeoutMs, an
       // answer already waiting in the socket is read first instead of being counted a timeout.
+      // Not unref'd: a caller awaits it, and the socket is (bounded by timeoutMs).
       timer = setTimeout(() => setImmediate(resolve, TIMED_OUT), this.config.timeoutMs);
-      timer.unref?.();
     });
     let answer: string | typeof TIMED_OUT;
+    let settled = false;
     try {
       const reading = this.client.getrange(responseKey(this.config.keyPrefix, id), 0, MAX_VALUE_BYTES);
       // A read given up on still settles later: its rejection must not go unhandled.
-      reading.catch(() => undefined);
+      reading.then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       answer = await Promise.race([reading, timeout]);
     } catch (e) {
       this.readFailed(e, false);
@@ -193,6 +266,8 @@ export class RedisResponseStore {
     }
     if (answer === TIMED_OUT) {
       this.readFailed(new Error(`read timed out after ${this.config.timeoutMs} ms`), true);
+      // Still unanswered later: the connection stopped answering (the read stays queued until it is closed).
+      this.watch(() => settled);
       return undefined;
     }
     this.readDelayMs = FIRST_RETRY_DELAY_MS;
@@ -206,13 +281,37 @@ export class RedisResponseStore {
 
   /** Stores that `targetId` served response `id`, once the running synchronous code is done. Never throws. */
   put(id: string, targetId: string): void {
-    if (this.closed) return;
-    if (targetId.length > MAX_TARGET_ID_CHARS || (this.pending.size + this.writing >= MAX_PENDING_WRITES && !this.pending.has(id))) {
-      this.counts.writeErrors++;
-      return;
-    }
-    this.pending.set(id, targetId);
-    this.schedule();
+    this.enqueue(id, targetId);
+  }
+
+  /**
+   * {@link put}, and a promise that settles once Redis acknowledged the write, or it failed or
+   * was dropped, or `timeoutMs` passed (judged after the next I/O poll; counted in `lateAnswers`),
+   * whichever comes first. Never rejects.
+   */
+  putAndWait(id: string, targetId: string): Promise<void> {
+    const write = this.enqueue(id, targetId);
+    if (write === undefined) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      let done = false;
+      const timer = setTimeout(
+        () =>
+          setImmediate(() => {
+            if (done) return;
+            done = true;
+            this.counts.lateAnswers++;
+            resolve();
+          }),
+        this.config.timeoutMs,
+      );
+      // Not unref'd: the caller's answer waits on it (bounded by timeoutMs).
+      write.acked.push(() => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   stats(): ResponseStoreStats {
@@ -224,22 +323,47 @@ export class RedisResponseStore {
     };
   }
 
-  /** Sends the writes still waiting, then closes the connection. Idempotent. */
+  /** Sends the writes still waiting, then closes the connection (at most max(1,000 ms, `timeoutMs`) later). Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     clearTimeout(this.reconnectTimer);
     if (this.client.status === "ready") {
-      try {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const gaveUp = new Promise<boolean>((resolve) => {
+        // Not unref'd either: the socket is, and the caller awaits this close.
+        timer = setTimeout(() => resolve(false), this.stuckMs);
+      });
+      const done = (async () => {
         await this.flush();
         this.closed = true;
         await this.client.quit();
-        return;
-      } catch {
-        // Disconnected below.
-      }
+        return true;
+      })().catch(() => false);
+      const clean = await Promise.race([done, gaveUp]);
+      clearTimeout(timer);
+      if (clean) return;
     }
     this.closed = true;
     this.client.disconnect();
+  }
+
+  /** Queues a write; `undefined` when it was dropped (counted). */
+  private enqueue(id: string, targetId: string): Write | undefined {
+    if (this.closed) return undefined;
+    const queued = this.pending.get(id);
+    if (queued !== undefined) {
+      queued.targetId = targetId;
+      return queued;
+    }
+    if (targetId.length > MAX_TARGET_ID_CHARS || this.pending.size + this.writing >= MAX_PENDING_WRITES) {
+      this.counts.writeErrors++;
+      this.counts.writesDropped++;
+      return undefined;
+    }
+    const write: Write = { targetId, acked: [] };
+    this.pending.set(id, write);
+    this.schedule();
+    return write;
   }
 
   private schedule(): void {
@@ -251,37 +375,94 @@ export class RedisResponseStore {
     });
   }
 
-  /** Sends the waiting writes: one `SET`, or one pipeline of them. Never rejects. */
+  /** Sends the waiting writes: one pipeline of script calls. Never rejects. */
   private async flush(): Promise<void> {
     if (this.pending.size === 0) return;
     const batch = this.pending;
     this.pending = new Map();
     if (this.client.status !== "ready") {
       this.counts.writeErrors += batch.size;
+      this.counts.writesDropped += batch.size;
+      for (const write of batch.values()) settle(write, false);
       return;
     }
-    const { keyPrefix, ttlMs } = this.config;
+    const { keyPrefix, ttlMs, timeoutMs } = this.config;
+    const sentMs = REAL_TIME.now();
+    const deadlineMs = Number.isFinite(this.offsetMs) ? Math.ceil(sentMs + this.offsetMs + timeoutMs) : 0;
     this.writing += batch.size;
+    let answered = false;
+    this.watch(() => answered);
     try {
-      if (batch.size === 1) {
-        const [id, targetId] = batch.entries().next().value as [string, string];
-        await this.client.set(responseKey(keyPrefix, id), targetId, "PX", ttlMs);
-        this.counts.writes++;
-        return;
-      }
       const pipeline = this.client.pipeline();
-      for (const [id, targetId] of batch) pipeline.set(responseKey(keyPrefix, id), targetId, "PX", ttlMs);
+      for (const [id, write] of batch) pipeline[WRITE_COMMAND](responseKey(keyPrefix, id), write.targetId, ttlMs, deadlineMs);
       const results = (await pipeline.exec()) ?? [];
-      for (const [error] of results) {
-        if (error === null) this.counts.writes++;
-        else this.writeFailed(error, 1);
+      const receivedMs = REAL_TIME.now();
+      let i = 0;
+      for (const write of batch.values()) {
+        const [error, reply] = results[i++] ?? [new Error("no reply"), undefined];
+        if (error !== null) {
+          this.writeFailed(error, 1);
+          settle(write, false);
+          continue;
+        }
+        const applied = Array.isArray(reply) ? Number(reply[0]) : Number.NaN;
+        const redisMs = Array.isArray(reply) ? Number(reply[1]) : Number.NaN;
+        if (applied === 1) {
+          this.counts.writes++;
+          this.learn(redisMs, sentMs);
+          settle(write, true);
+        } else {
+          this.counts.writeErrors++;
+          this.counts.writesExpired++;
+          this.fail(new Error("a write reached Redis after its deadline (sent more than timeoutMs before)"));
+          // Refused though it came back within timeoutMs: the deadline was wrong (Redis's clock
+          // jumped); start the estimate again from this answer.
+          if (receivedMs - sentMs < timeoutMs && Number.isFinite(redisMs)) this.offsetMs = redisMs - sentMs;
+          settle(write, false);
+        }
       }
-      if (results.length < batch.size) this.counts.writeErrors += batch.size - results.length;
     } catch (e) {
       this.writeFailed(e, batch.size);
+      for (const write of batch.values()) settle(write, false);
     } finally {
+      answered = true;
       this.writing -= batch.size;
     }
+  }
+
+  /**
+   * Closes the connection when `answered()` is still false max(1,000 ms, `timeoutMs`) from now
+   * (judged after the next I/O poll): the commands queued in the client are failed with it, and
+   * the store reconnects on its schedule.
+   */
+  private watch(answered: () => boolean): void {
+    const timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (answered() || this.closed || this.client.status === "end") return;
+          this.fail(new Error(`Redis did not answer within ${this.stuckMs} ms; reconnecting`));
+          // Destroyed, not ended: a frozen peer never completes a graceful close, and the client
+          // fails its queued commands only once the socket has closed.
+          this.client.disconnect();
+          this.client.stream?.destroy?.();
+        }),
+      this.stuckMs,
+    );
+    timer.unref?.();
+  }
+
+  /** One answer's lesson on Redis's clock: the offset is at most redisMs − sentMs. */
+  private learn(redisMs: number, sentMs: number): void {
+    if (Number.isFinite(redisMs)) this.offsetMs = Math.min(this.offsetMs, redisMs - sentMs);
+  }
+
+  /** On each connection: Redis's `TIME`, for the deadlines of the first writes. */
+  private learnOffset(): void {
+    const sentMs = REAL_TIME.now();
+    this.client.time().then(
+      ([seconds, micros]) => this.learn(Number(seconds) * 1000 + Math.floor(Number(micros) / 1000), sentMs),
+      () => undefined,
+    );
   }
 
   private readFailed(e: unknown, timedOut: boolean): void {
@@ -317,9 +498,14 @@ export class RedisResponseStore {
   }
 }
 
+function settle(write: Write, applied: boolean): void {
+  for (const acked of write.acked) acked(applied);
+  write.acked.length = 0;
+}
+
 const TIMED_OUT = Symbol("timed out");
 
-/** @internal Opens the store (loading `ioredis`; `ERR_MISSING_PEER` when it is absent) and waits for its first connection. */
+/** @internal Opens the store (loading `ioredis`; `ERR_MISSING_PEER` when it is absent) and waits for its first connection, at most max(1,000 ms, `timeoutMs`). */
 export async function openResponseStore(config: ResponseStoreConfig, clock: Clock): Promise<RedisResponseStore> {
   const store = new RedisResponseStore(config, clock, await loadRedisClient('responseAffinity.store "redis"'));
   await store.ready();

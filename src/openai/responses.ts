@@ -26,7 +26,7 @@
 import { LRUCache } from "lru-cache";
 import { JsonUsageScanner, SseUsageScanner, type UsageScanner } from "../adapter/usage.js";
 import type { SseEvent } from "../adapter/sse.js";
-import { checkInteger, describe } from "../internal/validate.js";
+import { checkInteger, checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import type { Clock, ReleaseInfo } from "../types.js";
 import type { ResponseAffinityStats } from "./stats.js";
 import { type RedisResponseStore, type ResponseStoreConfig, type ResponseStoreOptions, openResponseStore, resolveResponseStore } from "./response-store.js";
@@ -105,6 +105,16 @@ export class ResponseAffinity {
     this.store?.put(id, targetId);
   }
 
+  /**
+   * {@link remember}, and with a store a promise that settles once the store acknowledged the
+   * write, or at most `timeoutMs` later (never rejects); `undefined` without a store.
+   */
+  rememberAndWait(id: string, targetId: string): Promise<void> | undefined {
+    if (responseIdOf(id) === undefined) return undefined;
+    this.targets.set(id, targetId);
+    return this.store?.putAndWait(id, targetId);
+  }
+
   stats(): ResponseAffinityStats {
     const stats: ResponseAffinityStats = { entries: this.targets.size, localHits: this.localHits, localMisses: this.localMisses };
     if (this.store !== undefined) stats.store = this.store.stats();
@@ -123,6 +133,9 @@ export interface ResponseAffinityConfig {
   store: ResponseStoreConfig | undefined;
 }
 
+/** @internal Every key of {@link ResponseAffinityOptions}. */
+export const RESPONSE_AFFINITY_OPTION_KEYS = keysOf<ResponseAffinityOptions>()(["maxEntries", "store"]);
+
 /** Validates the `responseAffinity` option: `undefined` when it is off. */
 export function responseAffinityOf(value: unknown): ResponseAffinityConfig | undefined {
   if (value === false) return undefined;
@@ -130,6 +143,7 @@ export function responseAffinityOf(value: unknown): ResponseAffinityConfig | und
   if (value === null || typeof value !== "object") {
     throw new TypeError(`Expected \`responseAffinity\` to be an object or false, got ${describe(value)}`);
   }
+  checkKnownKeys("responseAffinity", value, RESPONSE_AFFINITY_OPTION_KEYS);
   const { maxEntries, store } = value as ResponseAffinityOptions;
   return {
     maxEntries: checkInteger("responseAffinity.maxEntries", maxEntries ?? DEFAULT_RESPONSE_AFFINITY.maxEntries, 1, 10_000_000),
@@ -174,8 +188,8 @@ function safeDecode(segment: string): string {
 
 /** What the body of a created response reports as it streams past. */
 export interface ResponseBodyHooks {
-  /** The response's id, once known. */
-  id?(id: string): void;
+  /** The response's id, once known; a promise returned holds the chunk that carried it until it settles. */
+  id?(id: string): Promise<void> | void;
   /** The first token: the first event other than `response.created` / `in_progress` / `queued` or a failure. */
   firstOutput(): void;
 }
@@ -229,7 +243,7 @@ class IdScanningJson implements UsageScanner {
   /** A JSON body is complete only at its end. */
   readonly completed = false;
 
-  constructor(private readonly onId: ((id: string) => void) | undefined) {
+  constructor(private readonly onId: ((id: string) => Promise<void> | void) | undefined) {
     this.ids = onId === undefined ? undefined : new TopLevelId();
   }
 

@@ -25,10 +25,11 @@ import { DEFAULT_ATTEMPTS, carryRouter, checkAttempts } from "../adapter/handle.
 import { isJsonBody, parseObject } from "../adapter/json.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { adapterRouter } from "../adapter/targets.js";
-import { TenantIdentity } from "../adapter/tenant.js";
+import { TENANT_OPTION_KEYS, TenantIdentity } from "../adapter/tenant.js";
 import { RouterError, isRouterError } from "../errors.js";
-import { checkBoolean, checkFunction, describe } from "../internal/validate.js";
+import { checkBoolean, checkFunction, checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import { createRouterWith } from "../router/router.js";
+import { ROUTER_OPTION_KEYS, knownRouterKeys } from "../options.js";
 import type { Clock, Lease, RouteRequest } from "../types.js";
 import type { Router } from "../router/types.js";
 import { reportAttempt, trackResponse } from "./body.js";
@@ -68,6 +69,12 @@ export async function createRoutedFetch<T extends OpenAITarget>(options: RoutedF
   return buildRoutedFetch(options, false);
 }
 
+/** @internal Every key of {@link RoutedFetchOptions} (and so of `routeOpenAI`'s options): the router's, the tenant's and the adapter's own. */
+export const ROUTED_FETCH_OPTION_KEYS = keysOf<RoutedFetchOptions>()([
+  ...ROUTER_OPTION_KEYS, ...TENANT_OPTION_KEYS,
+  "fetch", "baseURL", "attempts", "onRequestEnd", "redirect", "targetHeader", "explainHeader", "responseAffinity",
+]);
+
 /** @internal `errorsAsResponses`: answer routing errors with an OpenAI-style error response (see routeOpenAI). */
 export async function buildRoutedFetch<T extends OpenAITarget>(
   options: RoutedFetchOptions<T>,
@@ -76,6 +83,7 @@ export async function buildRoutedFetch<T extends OpenAITarget>(
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected options to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("", options, knownRouterKeys(ROUTED_FETCH_OPTION_KEYS));
   validateOpenAITargets(options.targets);
   const underlying: FetchLike =
     options.fetch === undefined ? globalThis.fetch : checkFunction<FetchLike>("fetch", options.fetch);
@@ -252,10 +260,13 @@ class RoutedSender<T extends OpenAITarget> {
     return affinity.fromStore(id, (targetId) => this.router.targets().some((t) => t.id === targetId));
   }
 
-  /** Remembers which target served a created response, when response affinity is on. */
-  private rememberer(targetId: string): ((id: string) => void) | undefined {
+  /**
+   * Remembers which target served a created response, when response affinity is on; with `wait`
+   * (a non-streamed answer), returns the store's acknowledgement, bounded by its `timeoutMs`.
+   */
+  private rememberer(targetId: string): ((id: string, wait: boolean) => Promise<void> | void) | undefined {
     const affinity = this.parts.affinity;
-    return affinity === undefined ? undefined : (id) => affinity.remember(id, targetId);
+    return affinity === undefined ? undefined : (id, wait) => (wait ? affinity.rememberAndWait(id, targetId) : affinity.remember(id, targetId));
   }
 
   /** What the request's trace records: the GenAI operation (from the path), the model, streaming, each target's host. */

@@ -31,8 +31,14 @@ export interface ResponseStoreStats {
   skipped: number;
   /** Writes Redis acknowledged. */
   writes: number;
-  /** Writes that failed or were dropped (not connected, or too many waiting). */
+  /** Writes that failed or were dropped (not connected, or too many waiting), or that Redis refused as stale. */
   writeErrors: number;
+  /** Of `writeErrors`: dropped without being sent (not connected, or `MAX_PENDING_WRITES` waiting or unanswered). */
+  writesDropped?: number;
+  /** Of `writeErrors`: refused by Redis because they reached it more than `timeoutMs` after they were sent. */
+  writesExpired?: number;
+  /** Non-streamed Responses answers handed over after `timeoutMs` without their id's write acknowledged. */
+  lateAnswers?: number;
   /** The last error's message (credentials redacted), `null` when there was none. */
   lastError: string | null;
 }

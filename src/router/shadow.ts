@@ -11,8 +11,9 @@
  *
  * It never changes a pick: it runs after the live pick is made, on a view that draws from its own
  * seeded random source (a strategy that draws — two choices, ties — would otherwise shift the live
- * sequence), and it is committed only once the live lease is taken. Whatever it throws is counted
- * (`stats().shadow.errors`), never thrown.
+ * sequence), and it is committed only once the live lease is taken. It sees frozen copies of the
+ * targets and copies of the view's arrays, never the live ones. Whatever it throws — its pick, its
+ * commitment, a getter on either — is counted (`stats().shadow.errors`), never thrown.
  */
 import { alignById } from "../strategies/shared/by-id.js";
 import { type InputKind, needsRawPrefix, rawPrefixBody } from "../routing/raw-prefix.js";
@@ -90,14 +91,19 @@ class ShadowView<T extends TargetSpec> implements PickContext<T> {
   constructor(
     readonly random: () => number,
     private readonly own: () => readonly OwnSlot[] | undefined,
+    private readonly frozen: (targets: readonly T[]) => readonly T[],
   ) {}
 
-  /** Aims the view at one decision's live view. */
+  /**
+   * Aims the view at one decision's live view. The shadow gets frozen copies of the targets and
+   * fresh copies of the arrays, never the live ones: a shadow that writes into them changes
+   * nothing live, and nothing the next decision sees.
+   */
   reset(live: PickContext<T>): this {
     this.live = live;
-    this.targets = live.targets;
-    this.weights = live.weights;
-    this.candidates = live.candidates;
+    this.targets = this.frozen(live.targets);
+    this.weights = live.weights.slice();
+    this.candidates = live.candidates.slice();
     this.now = live.now;
     this.concurrencyThreshold = live.concurrencyThreshold;
     this.sharedLoad = this.own() === undefined && live.sharedLoad === true;
@@ -158,6 +164,8 @@ export class Shadow<T extends TargetSpec> {
   private slots: OwnSlot[] = [];
   private readonly byId = new Map<string, OwnSlot>();
   private readonly view: ShadowView<T>;
+  private frozenOf: readonly T[] | undefined;
+  private frozenCopy: readonly T[] = [];
 
   constructor(
     private readonly impl: RoutingStrategy<T>,
@@ -168,12 +176,21 @@ export class Shadow<T extends TargetSpec> {
     private readonly rawUnits: number,
   ) {
     const own = placement === "own" ? () => this.slots : () => undefined;
-    this.view = new ShadowView<T>(seededRandom(seed), own);
+    this.view = new ShadowView<T>(seededRandom(seed), own, (targets) => this.frozen(targets));
   }
 
   setTargets(targets: readonly T[]): void {
     this.slots = alignById(this.byId, targets, () => new OwnSlot());
-    this.guard(() => this.impl.setTargets?.(targets));
+    this.guard(() => this.impl.setTargets?.(this.frozen(targets)));
+  }
+
+  /** Frozen shallow copies of the live target list and its targets, made once per list. */
+  private frozen(targets: readonly T[]): readonly T[] {
+    if (targets !== this.frozenOf) {
+      this.frozenOf = targets;
+      this.frozenCopy = Object.freeze(targets.map((t) => Object.freeze({ ...t })));
+    }
+    return this.frozenCopy;
   }
 
   /**
@@ -202,8 +219,9 @@ export class Shadow<T extends TargetSpec> {
     });
   }
 
+  /** Even reading the commitment's hooks runs guarded: a getter that throws is the shadow's error, never the caller's. */
   firstByte(ticket: ShadowTicket): void {
-    if (ticket.commitment?.firstByte !== undefined) this.guard(() => ticket.commitment?.firstByte?.());
+    if (ticket.commitment !== undefined) this.guard(() => ticket.commitment?.firstByte?.());
   }
 
   /** The live lease ended: the shadow's request ends too, and the response's usage scores both predictions. */
@@ -212,7 +230,7 @@ export class Shadow<T extends TargetSpec> {
     // The shadow's hooks get the prompt's size only (the fleet's tokenizer: characters per token),
     // not its cached tokens: those came from the live target.
     const own = typeof info?.promptTokens === "number" ? { promptTokens: info.promptTokens } : undefined;
-    if (ticket.commitment?.release !== undefined) this.guard(() => ticket.commitment?.release?.(outcome, sawFirstByte, own));
+    if (ticket.commitment !== undefined) this.guard(() => ticket.commitment?.release?.(outcome, sawFirstByte, own));
     const prompt = info?.promptTokens;
     const cached = info?.cachedTokens;
     if (typeof prompt !== "number" || typeof cached !== "number") return;

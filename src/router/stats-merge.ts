@@ -93,6 +93,8 @@ export function mergeLatency(parts: readonly (LatencySummary | null | undefined)
 }
 
 const STORE_COUNTS = ["hits", "misses", "errors", "timeouts", "skipped", "writes", "writeErrors"] as const;
+/** Counts a process may lack (added later): merged only when one has them. */
+const STORE_EXTRA_COUNTS = ["writesDropped", "writesExpired", "lateAnswers"] as const;
 
 /** Several processes' response affinity: counts add up; the store is healthy when every process finds it so. */
 function mergeAffinity(parts: readonly ResponseAffinityStats[]): ResponseAffinityStats {
@@ -107,6 +109,7 @@ function mergeAffinity(parts: readonly ResponseAffinityStats[]): ResponseAffinit
   if (stores.length > 0) {
     const store: ResponseStoreStats = { source: "redis", healthy: stores.every((s) => s.healthy), hits: 0, misses: 0, errors: 0, timeouts: 0, skipped: 0, writes: 0, writeErrors: 0, lastError: stores.find((s) => s.lastError !== null)?.lastError ?? null };
     for (const s of stores) for (const k of STORE_COUNTS) store[k] += s[k] ?? 0;
+    for (const k of STORE_EXTRA_COUNTS) if (stores.some((s) => s[k] !== undefined)) store[k] = stores.reduce((n, s) => n + (s[k] ?? 0), 0);
     out.store = store;
   }
   return out;

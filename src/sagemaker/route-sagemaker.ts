@@ -27,10 +27,10 @@ import { withAttempts } from "../adapter/attempts.js";
 import { DEFAULT_ATTEMPTS, ROUTER, checkAttempts } from "../adapter/handle.js";
 import { type LeaseRegistry, newLeaseRegistry } from "../adapter/leased-body.js";
 import { checkTargetFields, adapterRouter } from "../adapter/targets.js";
-import { TenantIdentity } from "../adapter/tenant.js";
+import { TENANT_OPTION_KEYS, TenantIdentity } from "../adapter/tenant.js";
 import { usageOfBody } from "../adapter/usage.js";
-import { checkOneOf, describe } from "../internal/validate.js";
-import { type RouterOptions, validateTargets } from "../options.js";
+import { checkKnownKeys, checkOneOf, describe, keysOf } from "../internal/validate.js";
+import { ROUTER_OPTION_KEYS, type RouterOptions, knownRouterKeys, validateTargets } from "../options.js";
 import { createRouterWith } from "../router/router.js";
 import type { RoutingMode } from "../routing/routing-input.js";
 import type { Lease, RouteRequest } from "../types.js";
@@ -81,6 +81,9 @@ export type RoutedSageMakerClient<C extends SageMakerRuntimeClient = SageMakerRu
 
 export { PREFIX_AWARE_ID_HEADER };
 
+/** @internal Every key of {@link RouteSageMakerOptions}: the router's, the tenant's and the adapter's own. */
+export const ROUTE_SAGEMAKER_OPTION_KEYS = keysOf<RouteSageMakerOptions>()([...ROUTER_OPTION_KEYS, ...TENANT_OPTION_KEYS, "canonicalizeBody", "attempts"]);
+
 /** The SageMaker adapter's default `mode`: the body's bytes, as SageMaker's Invoke API routes. */
 export const DEFAULT_SAGEMAKER_MODE: RoutingMode = "bytes";
 
@@ -118,6 +121,7 @@ export async function routeSageMaker<C extends SageMakerRuntimeClient>(
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected routeSageMaker options to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("", options, knownRouterKeys(ROUTE_SAGEMAKER_OPTION_KEYS));
   const { canonicalizeBody = true, attempts = DEFAULT_ATTEMPTS, tenant: _t, isolation: _i, cacheSaltSecret: _s, ...routerOptions } = options;
   if (typeof canonicalizeBody !== "boolean") {
     throw new TypeError(`Expected \`canonicalizeBody\` to be a boolean, got ${describe(canonicalizeBody)}`);

@@ -18,7 +18,7 @@
  */
 import type { TargetSpec } from "../types.js";
 import type { Commitment, PickContext, StrategyEnv, StrategyFactory, StrategyPick, StrategySpec } from "./strategy.js";
-import { checkInteger, checkNumber, describe, orDefault } from "../internal/validate.js";
+import { checkInteger, checkKnownKeys, checkNumber, describe, keysOf, orDefault } from "../internal/validate.js";
 import { alignById } from "./shared/by-id.js";
 
 /** Options of {@link boundedLoad}. */
@@ -119,6 +119,9 @@ export class LoadBound {
   }
 }
 
+/** @internal Every key of {@link BoundedLoadOptions}. */
+export const BOUNDED_LOAD_OPTION_KEYS = keysOf<BoundedLoadOptions>()(["loadFactor", "loadWindow"]);
+
 /** @internal Validates {@link BoundedLoadOptions} under the option name `name`. */
 export function resolveBoundedLoad(name: string, options: unknown): Readonly<Required<BoundedLoadOptions>> {
   if (options === undefined) return DEFAULT_BOUNDED_LOAD;
@@ -168,6 +171,7 @@ export function boundedLoad<T extends TargetSpec = TargetSpec>(
   strategy: StrategySpec<T>,
   options?: BoundedLoadOptions,
 ): StrategyFactory<T> {
+  if (options !== null && typeof options === "object") checkKnownKeys("boundedLoad options", options, BOUNDED_LOAD_OPTION_KEYS);
   const config = resolveBoundedLoad("boundedLoad options", options);
   return (env: StrategyEnv) => {
     const inner = env.create(strategy);

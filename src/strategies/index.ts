@@ -80,6 +80,14 @@ export function ignoredSettings(options: object, name: string): string[] {
     .map((d) => d.options.key);
 }
 
+/** The built-ins' option keys (`RouterOptions` keys their settings stand under), as the option lists type them. */
+export const BUILT_IN_OPTION_KEYS = BUILT_IN.flatMap((d) => ("options" in d && d.options !== undefined ? [d.options.key] : [])) as unknown as readonly (keyof BuiltInStrategyOptions & string)[];
+
+/** @internal The option keys of every registered strategy (built-ins and {@link registerStrategy}'s): known `RouterOptions` keys. */
+export function strategyOptionKeys(): string[] {
+  return withOptions().map((d) => d.options.key);
+}
+
 /** @internal How much routing input a raw-prefix stand-in covers: as much as any strategy reads, `prefixLength` at least. */
 export function rawInputLength(prefixLength: number, settings: StrategySettings): number {
   let units = prefixLength;

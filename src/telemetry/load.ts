@@ -5,7 +5,7 @@
  * until the application installs an SDK; without it, nothing is loaded and nothing recorded.
  */
 import { RouterError } from "../errors.js";
-import { describe } from "../internal/validate.js";
+import { checkKnownKeys, describe, keysOf } from "../internal/validate.js";
 import { OtelTelemetry } from "./otel.js";
 import { NOOP_TELEMETRY, type Telemetry, type TelemetryOptions } from "./telemetry.js";
 import type { Clock } from "../types.js";
@@ -16,12 +16,16 @@ export type TelemetryConfig = false | TelemetryOptions | undefined;
 /** @internal Where a router's telemetry is kept for the adapters; `Symbol.for`, so copies of the package agree. */
 export const TELEMETRY = Symbol.for("prefix-router.telemetry");
 
+/** @internal Every key of {@link TelemetryOptions}. */
+export const TELEMETRY_OPTION_KEYS = keysOf<TelemetryOptions>()(["meterProvider", "tracerProvider", "propagator"]);
+
 /** @internal Validates `RouterOptions.telemetry`. */
 export function checkTelemetry(value: unknown): TelemetryConfig {
   if (value === undefined || value === false) return value;
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     throw new TypeError(`Expected \`telemetry\` to be an object ({ meterProvider?, tracerProvider?, propagator? }) or false, got ${describe(value)}`);
   }
+  checkKnownKeys("telemetry", value, TELEMETRY_OPTION_KEYS);
   const o = value as Record<string, unknown>;
   for (const [name, method] of [["meterProvider", "getMeter"], ["tracerProvider", "getTracer"], ["propagator", "inject"]] as const) {
     const v = o[name];

@@ -255,9 +255,29 @@ export function formatShortPromptsChecks(rows: readonly BenchRow[]): string {
   return grid(["strategy", "goal", "measured", "result"], ["l", "l", "r", "l"], body);
 }
 
+/** Where the bench's columns are explained at length. */
+export const BENCH_TABLE_DOC = "docs/bench.md#reading-the-table";
+
+/** What each column of {@link formatTable} means (and each variant the rows name), one line each. */
+export function formatLegend(rows: readonly BenchRow[]): string {
+  const lines = [
+    "inst, prefix, thr: instances, prefixLength (characters), concurrencyThreshold (- : a strategy that reads none)",
+    "dur, rate: simulated duration, arrival-rate multiplier  ·  P50/P90/P99 ms: TTFT in simulated ms",
+    "queue ms: mean time ready but not yet admitted by the engine  ·  hit %: Σ cached ÷ Σ prompt tokens",
+    "ideal %: the hit of one unbounded cache that saw every earlier request (the same for every strategy of a scenario)",
+    "req/s: completed requests per simulated second  ·  spill %: picks off the key's first choice",
+    "share min-max %: the least and the most loaded instance's share of the requests  ·  dec/s: route() calls per wall second",
+  ];
+  if (rows.some((r) => r.strategy === "longest-prefix:exclusive")) {
+    lines.push("longest-prefix:exclusive: longest-prefix with `longestPrefix: { exclusive: true }`, for a router that sees all of its fleet's traffic");
+  }
+  lines.push(`More: ${BENCH_TABLE_DOC}`);
+  return lines.join("\n");
+}
+
 /** Everything the terminal shows after a run, sections separated by blank lines. */
 export function formatReport(rows: readonly BenchRow[]): string {
-  const sections: string[] = [formatTable(rows)];
+  const sections: string[] = [formatTable(rows), formatLegend(rows)];
   const cmp = formatComparison(rows);
   if (cmp) sections.push(`Compared with random on the same request sequence:\n${cmp}`);
   const events = formatScaleEvents(rows);

@@ -78,7 +78,29 @@ export async function runDemoCommand(argv: readonly string[], io: CliIo): Promis
   }
   io.out(formatDemoTable(rows));
   io.out(summaryLine(rows, documents));
+  io.out("");
+  io.out(demoLegend(rows));
   return 0;
+}
+
+/** Where the demo's output is explained at length. */
+export const DEMO_DOC = "docs/bench.md#the-live-demo-npm-run-demo";
+
+/** What each column (and each variant named in the rows) means, one line each. */
+export function demoLegend(rows: readonly DemoRow[]): string {
+  const lines = [
+    "TTFT p50/p90/p99  time to first token, measured by the client, in model milliseconds (the fleet's clock, not the wall's)",
+    "cache hit         prompt tokens the replicas served from their prefix caches, of all prompt tokens",
+    "throughput        requests completed per model second, first send to last completion",
+    "spillover         picks that left the key's first choice because it was full",
+    `min/max share     the least and the most loaded replica's share of the requests (even: ${(100 / DEFAULT_DEMO.instances).toFixed(1)}% each)`,
+    "router/req        the router's own cost per request: median wall time of route() + release(), µs",
+  ];
+  if (rows.some((r) => r.strategy === "longest-prefix:exclusive")) {
+    lines.push("longest-prefix:exclusive  longest-prefix with `longestPrefix: { exclusive: true }`, for a router that sees all of its fleet's traffic");
+  }
+  lines.push(`More: ${DEMO_DOC}`);
+  return lines.join("\n");
 }
 
 /** The side-by-side table. */

@@ -2,7 +2,7 @@
  * Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`), their defaults and
  * their validation.
  */
-import { checkBoolean, checkInteger, checkNumber, describe, orDefault } from "../../internal/validate.js";
+import { checkBoolean, checkInteger, checkKnownKeys, checkNumber, describe, keysOf, orDefault } from "../../internal/validate.js";
 import { resolveBoundedLoad } from "../bounded-load.js";
 
 /** Options of the `longest-prefix` strategy (`RouterOptions.longestPrefix`). */
@@ -79,12 +79,18 @@ export const DEFAULT_LONGEST_PREFIX: Readonly<Required<LongestPrefixOptions>> = 
 /** @internal Validated options. */
 export type LongestPrefixConfig = Readonly<Required<LongestPrefixOptions>>;
 
+/** @internal Every key of {@link LongestPrefixOptions}. */
+export const LONGEST_PREFIX_OPTION_KEYS = keysOf<LongestPrefixOptions>()([
+  "maxInputLength", "blockSize", "capacityBlocks", "ttlMs", "loadFactor", "loadWindow", "exclusive",
+]);
+
 /** @internal Validates `RouterOptions.longestPrefix`, naming the option, its range and the value. */
 export function resolveLongestPrefixOptions(options: unknown): LongestPrefixConfig {
   if (options === undefined) return DEFAULT_LONGEST_PREFIX;
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`Expected \`longestPrefix\` to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("longestPrefix", options, LONGEST_PREFIX_OPTION_KEYS);
   const o = options as LongestPrefixOptions;
   const d = DEFAULT_LONGEST_PREFIX;
   const { loadFactor, loadWindow } = resolveBoundedLoad("longestPrefix", o);

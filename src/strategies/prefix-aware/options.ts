@@ -3,7 +3,7 @@
  * saturated target (saturation.ts) and whether a running key spreads
  * (running-keys.ts).
  */
-import { checkNumber, checkOneOf, describe, orDefault } from "../../internal/validate.js";
+import { checkKnownKeys, checkNumber, checkOneOf, describe, keysOf, orDefault } from "../../internal/validate.js";
 
 /** What counts as a target's saturation under `prefix-aware`. */
 export type SaturationMeasure = "requests" | "tokens";
@@ -46,12 +46,16 @@ export const DEFAULT_PREFIX_AWARE: Readonly<Required<PrefixAwareOptions>> = Obje
 /** @internal Validated options. */
 export type PrefixAwareConfig = Readonly<Required<PrefixAwareOptions>>;
 
+/** @internal Every key of {@link PrefixAwareOptions}. */
+export const PREFIX_AWARE_OPTION_KEYS = keysOf<PrefixAwareOptions>()(["saturation", "ttftPenaltyMs", "spreadRunningKeys"]);
+
 /** @internal Validates `RouterOptions.prefixAware`, naming the option, its range and the value. */
 export function resolvePrefixAwareOptions(options: unknown): PrefixAwareConfig {
   if (options === undefined) return DEFAULT_PREFIX_AWARE;
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
     throw new TypeError(`Expected \`prefixAware\` to be an object, got ${describe(options)}`);
   }
+  checkKnownKeys("prefixAware", options, PREFIX_AWARE_OPTION_KEYS);
   const o = options as PrefixAwareOptions;
   const d = DEFAULT_PREFIX_AWARE;
   return Object.freeze({

@@ -17,17 +17,21 @@
  * (horizon {@link FIT_HORIZON} samples) separates the fixed overhead `a` (frontend, a step)
  * from the marginal prefill cost 1/θ. Until the fit is usable (enough samples spread over enough
  * tokens, positive slope) a target borrows the fit of the whole fleet; until that is usable too,
- * no token bound applies (only `concurrencyThreshold`). Cost: O(1) per sample and per check.
+ * no token bound applies (only `concurrencyThreshold`). A sample's prompt tokens are clamped to
+ * what its characters can be (units ÷ 16 to units ÷ 0.5 + 256), so one hostile `usage` moves the
+ * ratio and the fits by one plausible sample (a few per cent), which decays like any other.
+ * Cost: O(1) per sample and per check.
  *
  * Estimates before a response: prompt tokens = routing-input characters (or bytes) ÷ the learned
- * characters per token (4 until responses report `promptTokens`); cached tokens of a key a target
- * holds = what the server last reported for that key (until then, the key's prefix in tokens).
- * The hold a pick takes is remembered with it and returned exactly once, at the first byte or at
- * the release, whichever comes first — so errors, aborts and retries leave nothing behind.
+ * characters per token (4 until responses report `promptTokens`; decayed sums over the fit's
+ * horizon); cached tokens of a key a target holds = what the server last reported for that key
+ * (until then, the key's prefix in tokens). The hold a pick takes is remembered with it and
+ * returned exactly once, at the first byte or at the release, whichever comes first — so errors,
+ * aborts and retries leave nothing behind.
  */
 import { LRUCache } from "lru-cache";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
-import { CHARS_PER_TOKEN } from "../../closed-loop/closed-loop.js";
+import { CHARS_PER_TOKEN, TOKEN_RATIO_RANGE } from "../../closed-loop/closed-loop.js";
 
 /** Samples the throughput fit weighs (exponential decay by 1 − 1/FIT_HORIZON per sample). */
 export const FIT_HORIZON = 256;
@@ -35,6 +39,8 @@ export const FIT_HORIZON = 256;
 export const FIT_MIN_SAMPLES = 8;
 /** Spread (standard deviation) of the samples' tokens a fit needs before it is used. */
 export const FIT_MIN_SPREAD_TOKENS = 256;
+/** Tokens a chat template may add to a prompt, beyond its characters' worth (bounds one answer's claim). */
+const TEMPLATE_TOKENS = 256;
 /** Keys whose reported cached tokens are remembered (LRU). */
 export const CACHED_KEYS = 16_384;
 
@@ -103,7 +109,7 @@ export interface PrefillHold {
 export class PrefillSaturation {
   private readonly fleet = new DecayingFit();
   private readonly cached = new LRUCache<bigint, number>({ max: CACHED_KEYS });
-  /** Decayed sums of routing-input units and reported prompt tokens, for units per token. */
+  /** Decayed sums of routing-input units and reported prompt tokens (each clamped), for units per token. */
   private units = 0;
   private tokens = 0;
 
@@ -168,16 +174,22 @@ export class PrefillSaturation {
       release: (outcome, info) => {
         give();
         if (outcome !== "success" || info === undefined) return;
-        const prompt = info.promptTokens;
+        const reported = info.promptTokens;
         const cached = info.cachedTokens;
-        if (typeof prompt !== "number" || !(prompt > 0) || !Number.isFinite(prompt)) return;
+        if (typeof reported !== "number" || !(reported > 0) || !Number.isFinite(reported)) return;
+        // What one answer can claim is bounded by what was sent: a prompt of `units` characters is
+        // between units / 16 and units / 0.5 tokens (the closed loop's ratio range) plus a chat
+        // template, so one hostile usage figure moves the ratio, the fits and the key's cached
+        // estimate by one plausible sample, which decays like any other.
+        const prompt = Math.min(Math.max(reported, Math.floor(units / TOKEN_RATIO_RANGE.max)), Math.ceil(units / TOKEN_RATIO_RANGE.min) + TEMPLATE_TOKENS);
         const d = 1 - 1 / FIT_HORIZON;
         this.units = this.units * d + units;
         this.tokens = this.tokens * d + prompt;
-        if (typeof cached !== "number" || !(cached >= 0) || cached > prompt) return;
-        if (held) this.cached.set(key, cached);
+        if (typeof cached !== "number" || !(cached >= 0) || cached > reported) return;
+        const cachedTokens = Math.min(cached, prompt);
+        if (held) this.cached.set(key, cachedTokens);
         if (ttftMs === undefined || !(ttftMs >= 0)) return;
-        const x = ahead + (prompt - cached);
+        const x = ahead + (prompt - cachedTokens);
         t.fit.add(x, ttftMs);
         this.fleet.add(x, ttftMs);
       },

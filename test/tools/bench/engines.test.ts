@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runBenchCommand } from "../../../tools/bench/cli.js";
 import { parseEngineArgs } from "../../../tools/bench/engines/cli.js";
-import { accurate, emulatorCheck, engineChecks, engineRows, quantile } from "../../../tools/bench/engines/report.js";
+import { ENGINE_BENCH_DOC, accurate, emulatorCheck, engineChecks, engineRows, formatEngineReport, quantile } from "../../../tools/bench/engines/report.js";
 import { commonPrefix, fitEmulated, runEngineBench, type EngineBenchResult, type EngineRecord } from "../../../tools/bench/engines/run.js";
 import { ENGINE_WORKLOAD_DEFAULTS, engineWorkload } from "../../../tools/bench/engines/workloads.js";
 import { isBenchError } from "../../../tools/common/errors.js";
@@ -138,6 +138,23 @@ describe("engine figures", () => {
     ]);
   });
 
+  it("the report explains its columns, says whether a missed check fails the run, and has no emulator lines without the emulator", () => {
+    const runs = (engine: "llama" | "emulated") => [
+      { engine, strategy: "random" as const, records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedChars: 800 })] },
+      { engine, strategy: "prefix-aware" as const, records: [record({ ttftMs: 600, cachedTokens: 700, idealCachedChars: 800 })] },
+    ];
+    const timing = { overheadMs: 1, prefillMsPerToken: 0.01, decodeMsPerToken: 1 };
+    const llamaOnly = { ...result(runs("llama")), timing };
+    const text = formatEngineReport(llamaOnly, engineRows(llamaOnly));
+    for (const term of ["hit (engine)", "pooled ideal", "of ideal", "P50/P90 ms", "shares %", "predictions within 10%"]) expect(text).toContain(`\n${term}`);
+    expect(text).toContain("Checks (1 missed: exit code 1 (--no-checks: report only)):");
+    expect(text).toContain(`More: ${ENGINE_BENCH_DOC}`);
+    expect(text).not.toMatch(/Emulated/);
+    expect(formatEngineReport(llamaOnly, engineRows(llamaOnly), false)).toContain("Checks (1 missed (not enforced: --no-checks)):");
+    const both = { ...result([...runs("llama"), ...runs("emulated")]), timing };
+    expect(formatEngineReport(both, engineRows(both))).toMatch(/\nEmulated timing \(fitted to the llama run/);
+  });
+
   it("the emulator check compares hit rates per strategy and whether the rankings agree", () => {
     const rows = engineRows(
       result([
@@ -198,6 +215,17 @@ describe("bench --engine: the command line", () => {
     const out: string[] = [];
     expect(await runBenchCommand(["--engine", "llama", "--help"], { out: (l) => out.push(l), err: () => {} })).toBe(0);
     expect(out.join("\n")).toMatch(/--context-size/);
+    expect(out.join("\n")).toMatch(/--no-checks/);
+  });
+
+  it("exits with 1 when a printed check is missed, 0 with --no-checks", { timeout: 120_000 }, async () => {
+    const argv = ["--engine", "emulated", "--sessions", "4", "--strategies", "random,prefix-aware", "--instances", "2", "--slots", "2", "--context-size", "2048", "--concurrency", "2", "--max-tokens", "2", "-q"];
+    const out: string[] = [];
+    const code = await runBenchCommand(argv, { out: (l) => out.push(l), err: () => {} });
+    const missed = /^\s+missed\s/m.test(out.join("\n"));
+    expect(code).toBe(missed ? 1 : 0);
+    expect(parseEngineArgs([...argv, "--no-checks"]).checks).toBe(false);
+    expect(parseEngineArgs(argv).checks).toBe(true);
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEMO_STRATEGIES, demoRouterOptions, demoWorkload, runDemo } from "../../../tools/demo/demo.js";
-import { MIN_HIT_GAIN, formatDemoTable, runDemoCommand, summaryLine } from "../../../tools/demo/cli.js";
+import { MIN_HIT_GAIN, demoLegend, formatDemoTable, runDemoCommand, summaryLine } from "../../../tools/demo/cli.js";
 import type { DemoRow } from "../../../tools/demo/demo.js";
 
 const small = { requests: 42, documents: 14, timeScale: 0.05, ratePerSecond: 20 } as const;
@@ -43,6 +43,7 @@ describe("demo end to end (live fleet, real openai client)", () => {
     const table = formatDemoTable(rows);
     expect(table).toContain("prefix-aware");
     expect(table.split("\n")).toHaveLength(4);
+    expect(demoLegend([...rows, { ...rows[0]!, strategy: "longest-prefix:exclusive" }])).toContain("longest-prefix:exclusive  longest-prefix with");
     expect(summaryLine(rows, 14)).toMatch(/^prefix-aware vs random: P50 TTFT -\d+%, P90 -?\d+%, cache hit \d+% → \d+%: \d+% of prompt tokens came from a replica's prefix cache/);
   });
 
@@ -58,7 +59,12 @@ describe("demo end to end (live fleet, real openai client)", () => {
     // 14 requests over 14 documents: every document is asked once.
     const code = await runDemoCommand(["--requests", "14", "--documents", "14", "--time-scale", "0.05", "--strategies", "random,prefix-aware"], io);
     expect(code).toBe(0);
-    const summary = out.at(-1)!;
+    const summary = out.find((l) => l.startsWith("prefix-aware vs random"))!;
+    // A legend follows: every column of the table, and where the demo is explained.
+    const legend = out.at(-1)!;
+    for (const term of ["TTFT p50/p90/p99", "cache hit", "throughput", "spillover", "min/max share", "router/req"]) expect(legend).toContain(term);
+    expect(legend).not.toContain("longest-prefix:exclusive");
+    expect(legend).toMatch(/More: docs\/bench\.md#the-live-demo-npm-run-demo$/);
     expect(summary).toMatch(/^prefix-aware vs random: P50 TTFT -?\d+%, P90 -?\d+%, cache hit (\d+)% → (\d+)%: the hit rate moved by less than 5 points, so this run measured no cache gain/);
     expect(summary).toContain("14 requests over 14 documents ask no document twice, so there was almost no prefix to reuse. Run more requests to see it: --requests 70 asks each document 5 times");
     expect(summary).not.toContain("reached the replica that already held it");

@@ -43,10 +43,15 @@ Options:
   --prefix-length N      the router's prefixLength (default: the router's)
   --seed N               workload, router and model seed (default: 1)
   --time-limit T         stop starting rounds after T per engine kind, e.g. 20m
+  --no-checks            print the checks without failing the run (exit code 0) when one is missed
   --json FILE            write rows, checks and every request's record
   --report FILE.html     write an HTML report (needs vega and vega-lite)
   -q, --quiet            no progress lines
   -h, --help             this help
+
+Strategies take turns by rounds of 4 × concurrency sessions each ("round 1/3"), so a busy
+machine slows every strategy alike. Exit code 1 when a printed check is missed (unless
+--no-checks). The columns and checks: docs/real-engines.md#benchmark-on-real-engines.
 
 Example:
   prefix-router bench --engine llama,emulated --workload short-prompts --json llama.json`;
@@ -78,6 +83,8 @@ export interface EngineArgs {
   json: string | undefined;
   report: string | undefined;
   quiet: boolean;
+  /** Whether a missed check fails the run (exit code 1); `--no-checks` turns it off. */
+  checks: boolean;
 }
 
 /**
@@ -101,6 +108,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     json: { type: "string" },
     report: { type: "string" },
     quiet: { type: "boolean", short: "q" },
+    "no-checks": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   });
   const engines = splitList(v.engine as string[] | undefined) ?? [];
@@ -135,12 +143,13 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     json: v.json as string | undefined,
     report: v.report as string | undefined,
     quiet: v.quiet === true,
+    checks: v["no-checks"] !== true,
   };
 }
 
 /**
  * Runs `prefix-router bench --engine …` with `argv` (the arguments after `bench`).
- * @returns the exit code: 0 on success, 2 on a usage error; other failures are thrown to the caller
+ * @returns the exit code: 0 on success, 1 when a printed check was missed (0 with `--no-checks`), 2 on a usage error; other failures are thrown to the caller
  */
 export async function runEngineBenchCommand(argv: readonly string[], io: EngineCliIo): Promise<number> {
   const args = parseEngineArgs(argv);
@@ -169,11 +178,11 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     ...(args.prefixLength !== undefined && { router: { prefixLength: args.prefixLength } }),
     ...(!args.quiet && {
       onProgress: (p: { engine: EngineKind; round: number; rounds: number }) =>
-        io.err(`${p.engine}: round ${p.round}/${p.rounds}, ${((performance.now() - started) / 1000).toFixed(0)} s`),
+        io.err(`${p.engine}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
     }),
   });
   const rows = engineRows(result);
-  io.out(formatEngineReport(result, rows));
+  io.out(formatEngineReport(result, rows, args.checks));
   io.out(`${args.instances} engines × ${args.slots} slots, ${args.concurrency} sessions in flight, ${((performance.now() - started) / 1000).toFixed(0)} s wall time; Node.js ${process.version}`);
   if (args.json !== undefined) {
     const json = { options: { ...args, json: undefined, report: undefined }, timing: result.timing, rows, checks: engineChecks(rows), emulator: emulatorCheck(rows), runs: result.runs };
@@ -184,5 +193,5 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     await writeFile(args.report, await renderEngineHtml(result, rows));
     io.err(`Wrote ${args.report}`);
   }
-  return 0;
+  return args.checks && engineChecks(rows).some((c) => !c.met) ? 1 : 0;
 }

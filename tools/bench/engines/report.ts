@@ -172,12 +172,32 @@ export function engineTable(rows: readonly EngineRow[]): string[] {
   return lines;
 }
 
-/** The text report: the table, the checks, the emulator check and the fitted timing. */
-export function formatEngineReport(result: EngineBenchResult, rows: readonly EngineRow[]): string {
-  const out = [`${result.workload}: ${result.sessions} sessions per strategy`, "", ...engineTable(rows)];
+/** Where the real-engine bench's columns, checks and rounds are explained at length. */
+export const ENGINE_BENCH_DOC = "docs/real-engines.md#benchmark-on-real-engines";
+
+/** What each column of {@link engineTable} means, one line each. */
+export const ENGINE_LEGEND: readonly string[] = [
+  "hit (engine)     Σ cached_tokens ÷ Σ prompt_tokens, as the engines reported them",
+  "pooled ideal     the hit of one unbounded cache that saw every earlier prompt and answer of this row's run: it depends on",
+  "                 the order requests went out and, with follow-ups, on the answers, so it differs a little between rows",
+  "of ideal         hit ÷ pooled ideal",
+  "P50/P90 ms       client TTFT: request sent → first content; P50 vs random: this P50 ÷ random's",
+  "shares %         the requests each engine served, i0/i1/…",
+  "predictions within 10%  of the requests whose shared prefix was seen before, those whose predicted cached tokens were",
+  "                 within 10% of the engine's (— for strategies that predict nothing)",
+];
+
+/**
+ * The text report: the table and its legend, the checks, the emulator check and the fitted
+ * timing (only when the emulated fleet ran). `enforced`: whether a missed check fails the run.
+ */
+export function formatEngineReport(result: EngineBenchResult, rows: readonly EngineRow[], enforced = true): string {
+  const out = [`${result.workload}: ${result.sessions} sessions per strategy`, "", ...engineTable(rows), "", ...ENGINE_LEGEND];
   const checks = engineChecks(rows);
   if (checks.length > 0) {
-    out.push("", "Checks:");
+    const missed = checks.filter((c) => !c.met).length;
+    const verdict = missed === 0 ? "all met" : `${missed} missed${enforced ? ": exit code 1 (--no-checks: report only)" : " (not enforced: --no-checks)"}`;
+    out.push("", `Checks (${verdict}):`);
     for (const c of checks) out.push(`  ${c.met ? "met   " : "missed"}  ${c.engine}  ${c.what}  (${c.detail})`);
   }
   const emu = emulatorCheck(rows);
@@ -187,10 +207,11 @@ export function formatEngineReport(result: EngineBenchResult, rows: readonly Eng
       `Emulated vs llama.cpp: largest hit difference ${emu.maxDifferencePoints.toFixed(1)} points; rankings ${emu.rankingsAgree ? "agree" : "disagree"} (llama: ${emu.llamaRanking.join(" > ")}; emulated: ${emu.emulatedRanking.join(" > ")})`,
     );
   }
-  if (result.timing !== undefined) {
+  if (result.timing !== undefined && rows.some((r) => r.engine === "emulated")) {
     const t = result.timing;
-    out.push(`Emulated timing: overhead ${t.overheadMs.toFixed(1)} ms, prefill ${t.prefillMsPerToken.toFixed(3)} ms/token, decode ${t.decodeMsPerToken.toFixed(1)} ms/token`);
+    out.push(`Emulated timing (fitted to the llama run, or measured here without one): overhead ${t.overheadMs.toFixed(1)} ms, prefill ${t.prefillMsPerToken.toFixed(3)} ms/token, decode ${t.decodeMsPerToken.toFixed(1)} ms/token`);
   }
+  out.push(`More: ${ENGINE_BENCH_DOC}`);
   return out.join("\n");
 }
 
