@@ -56,10 +56,10 @@ export interface TrackContext<T extends OpenAITarget> {
   reasonHeader: boolean;
   /**
    * Set for a `POST …/responses` call: `onId` (response affinity) receives the created response's
-   * id; `wait` is true for a non-streamed answer, whose chunk carrying the id is held until the
-   * promise `onId` returns settles (the store acknowledged the id's write, or gave up).
+   * id; a non-streamed answer's chunk carrying it, or a stream's end, is held until the promise
+   * `onId` returns settles (the store acknowledged the id's write, or gave up).
    */
-  responses?: { onId: ((id: string, wait: boolean) => Promise<void> | void) | undefined } | undefined;
+  responses?: { onId: ((id: string) => Promise<void> | void) | undefined } | undefined;
 }
 
 /** @internal Outcome of a response that was read to the end. */
@@ -121,15 +121,20 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     if (status < 300) lease.firstByte();
   };
   const json = contentType !== null && contentType.toLowerCase().includes("json");
-  // A non-streamed answer's id must be in the shared store before the caller can read it.
+  // A response's id must be in the shared store before the caller holds the whole answer: a
+  // non-streamed answer's chunk carrying it waits for the store's acknowledgement, a stream's end
+  // does (its events flow meanwhile). Both bounded by the store's timeoutMs.
   let gate: Promise<void> | undefined;
+  let endGate: Promise<void> | undefined;
   const onId = ctx.responses?.onId;
   const idHook =
     onId === undefined
       ? undefined
       : (id: string): void => {
-          const acked = onId(id, !streaming);
-          if (acked !== undefined) gate = acked;
+          const acked = onId(id);
+          if (acked === undefined) return;
+          if (streaming) endGate = acked;
+          else gate = acked;
         };
   const created =
     ctx.responses !== undefined && status < 300 && (streaming || json)
@@ -181,9 +186,10 @@ export function trackResponse<T extends OpenAITarget>(response: Response, ctx: T
     wrapper: undefined,
     reading: false,
     aborted: () => aborted,
-    gate: () => {
-      const g = gate;
+    gate: (done) => {
+      const g = done && endGate !== undefined ? endGate : gate;
       gate = undefined;
+      if (done) endGate = undefined;
       return g;
     },
   };
@@ -214,8 +220,8 @@ interface Pump {
   wrapper: WeakRef<ReadableStreamDefaultController<Uint8Array>> | undefined;
   reading: boolean;
   aborted(): boolean;
-  /** What the chunk just read waits for before it is delivered (once), if anything. */
-  gate(): Promise<void> | undefined;
+  /** What the chunk just read (`done`: the end) waits for before it is delivered (once), if anything. */
+  gate(done: boolean): Promise<void> | undefined;
 }
 
 /**
@@ -243,7 +249,7 @@ function readAhead(pump: Pump): void {
           // The consumer cancelled meanwhile: the lease has ended with the cancel.
         }
       };
-      const gate = pump.gate();
+      const gate = pump.gate(chunk.done === true);
       // Never rejects (bounded by the store's timeoutMs): see ResponseAffinity.rememberAndWait.
       if (gate === undefined) deliver();
       else void gate.then(deliver, deliver);

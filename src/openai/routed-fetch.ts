@@ -76,10 +76,7 @@ export const ROUTED_FETCH_OPTION_KEYS = keysOf<RoutedFetchOptions>()([
 ]);
 
 /** @internal `errorsAsResponses`: answer routing errors with an OpenAI-style error response (see routeOpenAI). */
-export async function buildRoutedFetch<T extends OpenAITarget>(
-  options: RoutedFetchOptions<T>,
-  errorsAsResponses: boolean,
-): Promise<RoutedFetch<T>> {
+export async function buildRoutedFetch<T extends OpenAITarget>(options: RoutedFetchOptions<T>, errorsAsResponses: boolean): Promise<RoutedFetch<T>> {
   if (options === null || typeof options !== "object") {
     throw new TypeError(`Expected options to be an object, got ${describe(options)}`);
   }
@@ -261,12 +258,12 @@ class RoutedSender<T extends OpenAITarget> {
   }
 
   /**
-   * Remembers which target served a created response, when response affinity is on; with `wait`
-   * (a non-streamed answer), returns the store's acknowledgement, bounded by its `timeoutMs`.
+   * Remembers which target served a created response, when response affinity is on, and returns
+   * the store's acknowledgement (bounded by its `timeoutMs`), if it has a store.
    */
-  private rememberer(targetId: string): ((id: string, wait: boolean) => Promise<void> | void) | undefined {
+  private rememberer(targetId: string): ((id: string) => Promise<void> | void) | undefined {
     const affinity = this.parts.affinity;
-    return affinity === undefined ? undefined : (id, wait) => (wait ? affinity.rememberAndWait(id, targetId) : affinity.remember(id, targetId));
+    return affinity === undefined ? undefined : (id) => affinity.rememberAndWait(id, targetId);
   }
 
   /** What the request's trace records: the GenAI operation (from the path), the model, streaming, each target's host. */

@@ -37,7 +37,7 @@ export interface ResponseStoreStats {
   writesDropped?: number;
   /** Of `writeErrors`: refused by Redis because they reached it more than `timeoutMs` after they were sent. */
   writesExpired?: number;
-  /** Non-streamed Responses answers handed over after `timeoutMs` without their id's write acknowledged. */
+  /** Responses answers (a non-streamed body, or a stream's end) handed over after `timeoutMs` without their id's write acknowledged. */
   lateAnswers?: number;
   /** The last error's message (credentials redacted), `null` when there was none. */
   lastError: string | null;
