@@ -40,7 +40,13 @@ export type RouterErrorCode =
    */
   | "ERR_TARGET_GONE"
   /** A feature needs an optional peer dependency that is not installed (the message names it and its install command). */
-  | "ERR_MISSING_PEER";
+  | "ERR_MISSING_PEER"
+  /**
+   * An engine's KV-event message that cannot be read: wrong frame count or seq width, a payload
+   * that is not msgpack, a batch or event of the wrong shape, or one over the decoder's bounds.
+   * The feed counts it and never applies any of it.
+   */
+  | "ERR_KV_EVENT_DECODE";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -31,6 +31,18 @@ export interface BlockStored {
   readonly loraName: string | undefined;
   /** Where the blocks live (`"GPU"`, `"CPU"`…), if the engine says. */
   readonly medium: string | undefined;
+  /** The deprecated numeric LoRA id older engines send instead of (or beside) `loraName`. */
+  readonly loraId?: number | undefined;
+  /**
+   * The KV-cache group (hybrid models keep one per attention kind: full, sliding window, Mamba),
+   * if the engine says. Blocks of different groups with the same tokens are different blocks.
+   */
+  readonly groupIdx?: number | undefined;
+  /**
+   * vLLM's per-block extra hash keys (multimodal ids, LoRA name, `cache_salt` on the first block),
+   * one entry or `null` per block, as decoded from msgpack; absent when the engine sends none.
+   */
+  readonly extraKeys?: readonly unknown[] | undefined;
 }
 
 /** Blocks the engine evicted. */
@@ -38,6 +50,8 @@ export interface BlockRemoved {
   readonly type: "BlockRemoved";
   readonly blockHashes: readonly EngineBlockHash[];
   readonly medium: string | undefined;
+  /** The KV-cache group the blocks belonged to, if the engine says (see {@link BlockStored.groupIdx}). */
+  readonly groupIdx?: number | undefined;
 }
 
 /** The engine dropped its whole prefix cache (a reset). */
