@@ -1,0 +1,484 @@
+/**
+ * One engine's KV-event feed: a ZeroMQ SUB socket on the engine's publisher, a DEALER on its
+ * replay ROUTER when it has one, the wire decoder, and the sequence logic that keeps a
+ * {@link KvEventSink} exact or, when it cannot be, empty.
+ *
+ * Follows the subscriber side of vLLM's `ZmqEventPublisher` (`vllm/distributed/kv_events.py`)
+ * and its example subscriber (`examples/online_serving/kv_events_subscriber.py`): frames
+ * `[topic, seq, payload]`, `seq` from 0 per publisher process, a replay request `["", start_seq]`
+ * answered by every buffered batch from `start_seq` and an end marker with seq −1.
+ *
+ * The rules, per message of seq S (L = the last seq accounted for):
+ * - **join** (the first message, or the first after the connection dropped): clear the sink,
+ *   replay `[0, S)` from the engine's buffer, apply S. A reconnection is treated as a join
+ *   because a publisher that restarted while we were away may already be past L: its seqs
+ *   would look contiguous while its cache is not the one we indexed.
+ * - **in order** (S = L + 1): apply.
+ * - **gap** (S > L + 1; the PUB socket's high-water mark dropped messages): replay `[L + 1, S)`;
+ *   if the replies are contiguous, apply them and S, nothing cleared; if the buffer no longer
+ *   holds them, the replay fails or times out, or it is refused because the last one started
+ *   less than `minReplayIntervalMs` ago (many routers, one engine: no replay storm), clear the
+ *   sink and resume from S.
+ * - **publisher restart** (S ≤ L, typically back to 0): clear, replay `[0, S)`, apply S.
+ * - **undecodable payload** with a readable seq: its content is lost for good (a replay returns
+ *   the same bytes), so clear and resume after it; a message without a readable seq is counted
+ *   and ignored (gap detection catches a real loss).
+ *
+ * Bounded memory: the SUB socket's receive high-water mark caps what waits while a replay runs
+ * (ZeroMQ drops beyond it, which the next message shows as a gap); a replay reads at most
+ * `maxReplayBatches` replies, each within `replayTimeoutMs`, and applies them as they come.
+ * `inSync()` is false until the first message after a join or a clear is applied, and while a
+ * replay runs: a strategy routes approximately for that engine meanwhile.
+ */
+import { RouterError, isRouterError } from "../errors.js";
+import { importPeer } from "../internal/optional-peer.js";
+import { UNREF_TIMERS, type Timers } from "../internal/timers.js";
+import { checkInteger, describe, orDefault } from "../internal/validate.js";
+import { log, checkLogger, type Logger } from "../logger.js";
+import type { KvEventBatch, KvEventSink } from "./events.js";
+import { KvWireDecoder, seqFrame, type KvWireLimits } from "./wire.js";
+
+/** Longest wait for each replay reply, in ms. */
+export const DEFAULT_KV_REPLAY_TIMEOUT_MS = 2000;
+/** Most replies one replay reads (vLLM's default `buffer_steps`). */
+export const DEFAULT_KV_MAX_REPLAY_BATCHES = 10_000;
+/** Shortest time between the starts of two replays of one feed, in ms. */
+export const DEFAULT_KV_MIN_REPLAY_INTERVAL_MS = 1000;
+/** Messages the SUB socket queues while the feed is busy (ZeroMQ drops beyond, seen as a gap). */
+export const DEFAULT_KV_RECEIVE_HIGH_WATER_MARK = 10_000;
+
+/** Options of {@link KvEventFeed.open}: one engine's publisher. */
+export interface KvEventFeedOptions {
+  /** The target id this feed reports for; the sink receives it with every call. */
+  readonly engine: string;
+  /**
+   * The engine's publisher as a subscriber connects to it: `"tcp://10.0.0.7:5557"` (the host and
+   * port of vLLM's `--kv-events-config` `endpoint`, whose `*` means "bind everywhere"), or
+   * `ipc://…`. The data-parallel rank's offset is added here.
+   */
+  readonly endpoint: string;
+  /** The engine's replay ROUTER (`replay_endpoint`), same form; without it every gap clears. */
+  readonly replayEndpoint?: string;
+  /** The engine's data-parallel rank: adds it to both ports (`ipc://` gets `_dp<rank>`), as vLLM binds them. @default 0 */
+  readonly dataParallelRank?: number;
+  /** Topic prefix to subscribe to (vLLM's `topic`; `""` takes everything). @default "" */
+  readonly topic?: string;
+  /** Where batches and clears go. */
+  readonly sink: KvEventSink;
+  /** Longest wait for each replay reply, in ms. @default 2000 */
+  readonly replayTimeoutMs?: number;
+  /** Most replies one replay reads before it is abandoned (and the sink cleared). @default 10000 */
+  readonly maxReplayBatches?: number;
+  /** Shortest time between the starts of two replays; a gap sooner clears instead. @default 1000 */
+  readonly minReplayIntervalMs?: number;
+  /** The SUB socket's receive high-water mark, in messages. @default 10000 */
+  readonly receiveHighWaterMark?: number;
+  /** Decoder bounds over {@link DEFAULT_KV_WIRE_LIMITS}. */
+  readonly limits?: Partial<KvWireLimits>;
+  /** Wall clock in ms since the epoch (lag = now − the batch's `ts`). @default Date */
+  readonly clock?: { now(): number };
+  /** Timers for the replay timeout. @default unref'd Node timers */
+  readonly timers?: Timers;
+  /** Where problems are reported. @default silent */
+  readonly logger?: Logger;
+}
+
+/** What a feed has done; counters since it opened. */
+export interface KvEventFeedStats {
+  readonly engine: string;
+  /** The SUB endpoint after the rank offset. */
+  readonly endpoint: string;
+  readonly inSync: boolean;
+  /** The last seq accounted for, if any. */
+  readonly lastSeq: bigint | undefined;
+  /** Batches applied (live and replayed). */
+  readonly batches: number;
+  /** Events applied. */
+  readonly events: number;
+  /** Events applied per second over the last 10 s. */
+  readonly eventsPerSecond: number;
+  /** Now − the `ts` of the last live batch applied, in ms (`undefined` before one). */
+  readonly lagMs: number | undefined;
+  /** Jumps forward in seq. */
+  readonly gaps: number;
+  /** Seq going backwards (a publisher restart). */
+  readonly restarts: number;
+  /** Replays requested. */
+  readonly replays: number;
+  /** Replays that failed: timeout, error, too many replies, refused as too soon, or no replay endpoint. */
+  readonly replayFailures: number;
+  /** Batches recovered through replays. */
+  readonly replayedBatches: number;
+  /** Times the sink was cleared. */
+  readonly clears: number;
+  /** Messages or replies that could not be decoded. */
+  readonly decodeErrors: number;
+  /** Events skipped by the decoder (unknown types, stores without usable tokens). */
+  readonly skippedEvents: number;
+  /** Batches known lost: seqs neither received nor replayed, and undecodable payloads. */
+  readonly dropped: number;
+  /** Times the sink threw (the feed carries on). */
+  readonly sinkErrors: number;
+}
+
+type ZmqModule = typeof import("zeromq");
+
+interface Config {
+  engine: string;
+  endpoint: string;
+  replayEndpoint: string | undefined;
+  topic: string;
+  sink: KvEventSink;
+  replayTimeoutMs: number;
+  maxReplayBatches: number;
+  minReplayIntervalMs: number;
+  receiveHighWaterMark: number;
+  clock: { now(): number };
+  timers: Timers;
+  logger: Logger;
+}
+
+/**
+ * The endpoint of data-parallel rank `rank`, as vLLM's `offset_endpoint_port` computes it:
+ * `tcp://host:port` → `tcp://host:(port + rank)`, `ipc://path` → `ipc://path_dp<rank>`.
+ * @throws TypeError / RangeError for an endpoint a subscriber cannot connect to
+ */
+export function kvEndpoint(name: string, endpoint: unknown, rank: number): string {
+  if (typeof endpoint !== "string") throw new TypeError(`Expected \`${name}\` to be a string like "tcp://host:5557", got ${describe(endpoint)}`);
+  if (endpoint.startsWith("ipc://") || endpoint.startsWith("inproc://")) {
+    return rank === 0 ? endpoint : `${endpoint}_dp${rank}`;
+  }
+  const m = /^tcp:\/\/(.+):(\d{1,5})$/.exec(endpoint);
+  if (m === null) throw new RangeError(`Expected \`${name}\` to be "tcp://host:port" or "ipc://path", got ${JSON.stringify(endpoint)}`);
+  const host = m[1]!;
+  if (host === "*" || host === "0.0.0.0" || host === "::" || host === "[::]") {
+    throw new RangeError(`Expected \`${name}\` to name the engine's host (the engine binds "${host}"; a subscriber connects to its address), got ${JSON.stringify(endpoint)}`);
+  }
+  const port = Number(m[2]) + rank;
+  if (Number(m[2]) < 1 || port > 65_535) throw new RangeError(`Expected \`${name}\`'s port plus the data-parallel rank to be from 1 to 65535, got ${port}`);
+  return `tcp://${host}:${port}`;
+}
+
+function checkOptions(o: KvEventFeedOptions): Config {
+  if (o === null || typeof o !== "object") throw new TypeError(`Expected the feed options to be an object, got ${describe(o)}`);
+  if (typeof o.engine !== "string" || o.engine.length === 0) throw new TypeError(`Expected \`engine\` to be a non-empty string, got ${describe(o.engine)}`);
+  const rank = checkInteger("dataParallelRank", orDefault(o.dataParallelRank, 0), 0, 65_535);
+  const sink = o.sink as KvEventSink | null | undefined;
+  if (sink === null || typeof sink !== "object" || typeof sink.apply !== "function" || typeof sink.clear !== "function") {
+    throw new TypeError(`Expected \`sink\` to be an object with apply and clear methods, got ${describe(sink)}`);
+  }
+  const topic = orDefault(o.topic, "");
+  if (typeof topic !== "string") throw new TypeError(`Expected \`topic\` to be a string, got ${describe(topic)}`);
+  const clock = orDefault<{ now(): number } | null>(o.clock, Date);
+  if (clock === null || typeof clock !== "object" && typeof clock !== "function" || typeof clock.now !== "function") {
+    throw new TypeError(`Expected \`clock\` to be an object with a now() method, got ${describe(clock)}`);
+  }
+  const timers = orDefault<Timers | null>(o.timers, UNREF_TIMERS);
+  if (timers === null || typeof timers !== "object" || typeof timers.setTimeout !== "function" || typeof timers.clearTimeout !== "function") {
+    throw new TypeError(`Expected \`timers\` to be an object with setTimeout and clearTimeout methods, got ${describe(timers)}`);
+  }
+  return {
+    engine: o.engine,
+    endpoint: kvEndpoint("endpoint", o.endpoint, rank),
+    replayEndpoint: o.replayEndpoint === undefined ? undefined : kvEndpoint("replayEndpoint", o.replayEndpoint, rank),
+    topic,
+    sink,
+    replayTimeoutMs: checkInteger("replayTimeoutMs", orDefault(o.replayTimeoutMs, DEFAULT_KV_REPLAY_TIMEOUT_MS), 1, 600_000),
+    maxReplayBatches: checkInteger("maxReplayBatches", orDefault(o.maxReplayBatches, DEFAULT_KV_MAX_REPLAY_BATCHES), 1, 10_000_000),
+    minReplayIntervalMs: checkInteger("minReplayIntervalMs", orDefault(o.minReplayIntervalMs, DEFAULT_KV_MIN_REPLAY_INTERVAL_MS), 0, 3_600_000),
+    receiveHighWaterMark: checkInteger("receiveHighWaterMark", orDefault(o.receiveHighWaterMark, DEFAULT_KV_RECEIVE_HIGH_WATER_MARK), 1, 10_000_000),
+    clock,
+    timers,
+    logger: checkLogger(o.logger),
+  };
+}
+
+const RATE_WINDOW_S = 10;
+const EMPTY = new Uint8Array(0);
+
+/**
+ * One engine's KV-event feed; see the file header for its rules.
+ *
+ * @example
+ * const feed = await KvEventFeed.open({
+ *   engine: "http://10.0.0.7:8000",
+ *   endpoint: "tcp://10.0.0.7:5557",
+ *   replayEndpoint: "tcp://10.0.0.7:5558",
+ *   topic: "kv-events",
+ *   sink: index,
+ * });
+ * feed.inSync(); // false until the first batch is applied
+ * await feed.close();
+ */
+export class KvEventFeed {
+  /** The target id this feed reports for. */
+  readonly engine: string;
+  private readonly cfg: Config;
+  private joined = false;
+  private synced = false;
+  private replaying = false;
+  private closed = false;
+  private lastSeq: bigint | undefined;
+  private lastReplayAt = Number.NEGATIVE_INFINITY;
+  private lagMs: number | undefined;
+  private readonly rate = new Float64Array(RATE_WINDOW_S);
+  private rateSecond = 0;
+  private readonly counts = {
+    batches: 0,
+    events: 0,
+    gaps: 0,
+    restarts: 0,
+    replays: 0,
+    replayFailures: 0,
+    replayedBatches: 0,
+    clears: 0,
+    decodeErrors: 0,
+    skippedEvents: 0,
+    dropped: 0,
+    sinkErrors: 0,
+  };
+  private readonly loop: Promise<void>;
+  private dealer: import("zeromq").Dealer | undefined;
+
+  private constructor(
+    cfg: Config,
+    private readonly zmq: ZmqModule,
+    private readonly wire: KvWireDecoder,
+    private readonly sub: import("zeromq").Subscriber,
+  ) {
+    this.cfg = cfg;
+    this.engine = cfg.engine;
+    sub.events.on("disconnect", () => {
+      // The next message is a join: the publisher on the other side may be a new one.
+      this.joined = false;
+      this.synced = false;
+    });
+    this.loop = this.run();
+  }
+
+  /**
+   * Validates `options`, loads `zeromq` and `@msgpack/msgpack`, and connects.
+   * @throws TypeError / RangeError for an invalid option (the message names it)
+   * @throws RouterError `ERR_MISSING_PEER` when `zeromq` or `@msgpack/msgpack` is not installed
+   */
+  static async open(options: KvEventFeedOptions): Promise<KvEventFeed> {
+    const cfg = checkOptions(options);
+    const wire = await KvWireDecoder.load(options.limits);
+    const zmq = await importPeer("zeromq", "The KV-event feed", () => import("zeromq"));
+    const sub = new zmq.Subscriber({ receiveHighWaterMark: cfg.receiveHighWaterMark, linger: 0 });
+    try {
+      sub.connect(cfg.endpoint);
+      sub.subscribe(cfg.topic);
+    } catch (error) {
+      sub.close();
+      throw error;
+    }
+    return new KvEventFeed(cfg, zmq, wire, sub);
+  }
+
+  /**
+   * True when the sink holds what the engine published, up to the last message: false before the
+   * first message, after a clear until the next batch is applied, and while a replay runs.
+   */
+  inSync(): boolean {
+    return this.synced && !this.replaying && !this.closed;
+  }
+
+  /** Counters and state; see {@link KvEventFeedStats}. */
+  stats(): KvEventFeedStats {
+    const now = this.cfg.clock.now();
+    this.advanceRate(now);
+    let sum = 0;
+    for (const r of this.rate) sum += r;
+    return {
+      engine: this.engine,
+      endpoint: this.cfg.endpoint,
+      inSync: this.inSync(),
+      lastSeq: this.lastSeq,
+      ...this.counts,
+      eventsPerSecond: sum / RATE_WINDOW_S,
+      lagMs: this.lagMs,
+    };
+  }
+
+  /** Closes the sockets; the sink hears nothing more. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.sub.close();
+    this.dealer?.close();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    while (!this.closed) {
+      let frames: Buffer[];
+      try {
+        frames = await this.sub.receive();
+      } catch (error) {
+        if (this.closed) return;
+        log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: receive failed`, { engine: this.engine, error });
+        continue;
+      }
+      try {
+        await this.onMessage(frames);
+      } catch (error) {
+        // Never reached by design; a bug must not stop the feed.
+        log(this.cfg.logger, "error", `KV-event feed of ${this.engine}: ${String(error)}`, { engine: this.engine, error });
+      }
+    }
+  }
+
+  private async onMessage(frames: readonly Uint8Array[]): Promise<void> {
+    let message;
+    try {
+      message = this.wire.decodeMessage(frames);
+    } catch (error) {
+      this.counts.decodeErrors++;
+      log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: ${error instanceof Error ? error.message : String(error)}`, { engine: this.engine });
+      const seq = frames.length === 3 && frames[1]!.byteLength === 8 ? new DataView(frames[1]!.buffer, frames[1]!.byteOffset, 8).getBigUint64(0) : undefined;
+      if (seq !== undefined && this.joined) {
+        // A batch of ours whose content is lost: what the sink holds may now be wrong.
+        this.counts.dropped++;
+        this.clear();
+        this.lastSeq = seq;
+      }
+      return;
+    }
+    const { seq, batch, skippedEvents } = message;
+    this.counts.skippedEvents += skippedEvents;
+    const last = this.lastSeq;
+    if (!this.joined) {
+      this.joined = true;
+      this.clear();
+      if (seq > 0n) await this.recover(0n, seq, { cleared: true, countLost: false });
+    } else if (last !== undefined && seq <= last) {
+      this.counts.restarts++;
+      log(this.cfg.logger, "info", `KV-event feed of ${this.engine}: seq went back from ${last} to ${seq}, the publisher restarted`, { engine: this.engine });
+      this.clear();
+      if (seq > 0n) await this.recover(0n, seq, { cleared: true, countLost: true });
+    } else if (last !== undefined && seq > last + 1n) {
+      this.counts.gaps++;
+      await this.recover(last + 1n, seq, { cleared: false, countLost: true });
+    }
+    if (this.closed) return;
+    this.apply(batch);
+    this.lastSeq = seq;
+    this.synced = true;
+    this.lagMs = this.cfg.clock.now() - batch.ts * 1000;
+  }
+
+  /**
+   * Fills `[from, until)` from the replay socket, applying replies as they come. Anything it
+   * cannot fill clears the sink unless it was just cleared (with `countLost`, the missing
+   * batches count as dropped).
+   */
+  private async recover(from: bigint, until: bigint, opts: { cleared: boolean; countLost: boolean }): Promise<void> {
+    const now = this.cfg.clock.now();
+    let expected = from;
+    let cleared = opts.cleared;
+    const lose = (upTo: bigint) => {
+      if (opts.countLost && upTo > expected) this.counts.dropped += Number(upTo - expected);
+      if (!cleared) this.clear();
+      cleared = true;
+    };
+    if (this.cfg.replayEndpoint === undefined || now - this.lastReplayAt < this.cfg.minReplayIntervalMs) {
+      this.counts.replayFailures++;
+      lose(until);
+      return;
+    }
+    this.lastReplayAt = now;
+    this.counts.replays++;
+    this.replaying = true;
+    try {
+      const ok = await this.replay(from, (seq, batch) => {
+        if (seq < expected || seq >= until) return;
+        if (seq > expected) lose(seq);
+        this.apply(batch);
+        this.counts.replayedBatches++;
+        expected = seq + 1n;
+      });
+      if (!ok) this.counts.replayFailures++;
+      if (expected < until) lose(until);
+    } finally {
+      this.replaying = false;
+    }
+  }
+
+  /** One replay round trip; `false` when it failed (the caller clears what is missing). */
+  private async replay(from: bigint, onBatch: (seq: bigint, batch: KvEventBatch) => void): Promise<boolean> {
+    const dealer = new this.zmq.Dealer({ linger: 0, receiveHighWaterMark: Math.min(this.cfg.maxReplayBatches + 1, 100_000) });
+    this.dealer = dealer;
+    let timer: unknown;
+    let timedOut = false;
+    const arm = () => {
+      if (timer !== undefined) this.cfg.timers.clearTimeout(timer);
+      timer = this.cfg.timers.setTimeout(() => {
+        timedOut = true;
+        dealer.close();
+      }, this.cfg.replayTimeoutMs);
+    };
+    try {
+      arm();
+      dealer.connect(this.cfg.replayEndpoint!);
+      await dealer.send([EMPTY, seqFrame(from)]);
+      for (let replies = 0; ; replies++) {
+        if (replies > this.cfg.maxReplayBatches) {
+          log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: replay sent more than ${this.cfg.maxReplayBatches} batches, abandoned`, { engine: this.engine });
+          return false;
+        }
+        const frames = await dealer.receive();
+        arm();
+        const reply = this.wire.decodeReplayReply(frames);
+        if (reply.end) return true;
+        this.counts.skippedEvents += reply.skippedEvents;
+        onBatch(reply.seq, reply.batch);
+      }
+    } catch (error) {
+      if (isRouterError(error) && (error as RouterError).code === "ERR_KV_EVENT_DECODE") this.counts.decodeErrors++;
+      if (!this.closed) {
+        const why = timedOut ? `no reply within ${this.cfg.replayTimeoutMs} ms` : error instanceof Error ? error.message : String(error);
+        log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: replay from ${from} failed (${why}); the engine's blocks are forgotten until it publishes again`, {
+          engine: this.engine,
+        });
+      }
+      return false;
+    } finally {
+      if (timer !== undefined) this.cfg.timers.clearTimeout(timer);
+      dealer.close();
+      if (this.dealer === dealer) this.dealer = undefined;
+    }
+  }
+
+  private clear(): void {
+    this.synced = false;
+    this.counts.clears++;
+    try {
+      this.cfg.sink.clear(this.engine);
+    } catch (error) {
+      this.counts.sinkErrors++;
+      log(this.cfg.logger, "error", `KV-event feed of ${this.engine}: the sink's clear threw`, { engine: this.engine, error });
+    }
+  }
+
+  private apply(batch: KvEventBatch): void {
+    this.counts.batches++;
+    this.counts.events += batch.events.length;
+    this.advanceRate(this.cfg.clock.now());
+    this.rate[this.rateSecond % RATE_WINDOW_S]! += batch.events.length;
+    try {
+      this.cfg.sink.apply(this.engine, batch);
+    } catch (error) {
+      this.counts.sinkErrors++;
+      log(this.cfg.logger, "error", `KV-event feed of ${this.engine}: the sink's apply threw`, { engine: this.engine, error });
+    }
+  }
+
+  /** Moves the events-per-second window to the second of `nowMs`, zeroing the seconds skipped. */
+  private advanceRate(nowMs: number): void {
+    const second = Math.floor(nowMs / 1000);
+    if (this.rateSecond === 0) this.rateSecond = second;
+    for (let s = this.rateSecond + 1; s <= second && s - this.rateSecond <= RATE_WINDOW_S; s++) this.rate[s % RATE_WINDOW_S] = 0;
+    if (second > this.rateSecond) this.rateSecond = second;
+  }
+}
