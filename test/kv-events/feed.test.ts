@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { Router } from "zeromq";
 import type { KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
 import { KvEventFeed, type KvEventFeedOptions } from "../../src/kv-events/feed.js";
+import { KvEventFeeds } from "../../src/kv-events/feeds.js";
 import { encodeMsgpack, Float64 } from "../../tools/fleet/kv-events/msgpack.js";
 import { KvEventPublisher, wireSeq, type KvEventPublisherOptions, type WireEvent } from "../../tools/fleet/kv-events/publisher.js";
 
@@ -344,6 +345,33 @@ describe("KvEventFeed over ZeroMQ", () => {
     await pub.publish([store(999)]);
     await new Promise((r) => setTimeout(r, 50));
     expect(sink.log.length).toBe(applied);
+  });
+});
+
+describe("KvEventFeeds", () => {
+  it("answers inSync per engine, follows additions and removals, and closes them all", async () => {
+    const [pa, pb] = [await freePort(), await freePort()];
+    const a = await publisher({ endpoint: `tcp://127.0.0.1:${pa}` });
+    const b = await publisher({ endpoint: `tcp://127.0.0.1:${pb}` });
+    const seen = new Map<string, number>();
+    const sink: KvEventSink = { apply: (engine) => void seen.set(engine, (seen.get(engine) ?? 0) + 1), clear() {} };
+    const feeds = new KvEventFeeds();
+    open.push(feeds);
+    await feeds.add({ engine: "a", endpoint: `tcp://127.0.0.1:${pa}`, sink });
+    await feeds.add({ engine: "b", endpoint: `tcp://127.0.0.1:${pb}`, sink });
+    expect(feeds.inSync("a")).toBe(false);
+    expect(feeds.inSync("nobody")).toBe(false);
+    await prime(a, feeds.get("a")!, counter());
+    expect(feeds.inSync("a")).toBe(true);
+    expect(feeds.inSync("b")).toBe(false);
+    await prime(b, feeds.get("b")!, counter());
+    expect(feeds.stats().map((s) => [s.engine, s.inSync])).toEqual([["a", true], ["b", true]]);
+    await feeds.remove("a");
+    expect(feeds.inSync("a")).toBe(false);
+    expect(feeds.get("a")).toBeUndefined();
+    await feeds.close();
+    expect(feeds.inSync("b")).toBe(false);
+    await expect(feeds.add({ engine: "c", endpoint: `tcp://127.0.0.1:${pa}`, sink })).rejects.toThrow(/closed/);
   });
 });
 

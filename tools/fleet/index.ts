@@ -27,3 +27,15 @@ export {
 } from "./llama/index.js";
 export type { LlamaFleet, LlamaFleetOptions, LlamaTarget } from "./llama/index.js";
 export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";
+export { KvEventPublisher, encodeWireBatch, offsetEndpoint } from "./kv-events/publisher.js";
+export type {
+  KvEventPublisherOptions,
+  WireBatch,
+  WireBlockHash,
+  WireBlockRemoved,
+  WireBlockStored,
+  WireAllBlocksCleared,
+  WireEncoding,
+  WireEvent,
+} from "./kv-events/publisher.js";
+export { byteTokens } from "./tokenizer.js";
