@@ -41,7 +41,7 @@ import type { BlockRemoved, BlockStored, EngineBlockHash, KvEvent, KvEventBatch 
 
 /** Bounds the decoder enforces; see {@link DEFAULT_KV_WIRE_LIMITS}. */
 export interface KvWireLimits {
-  /** Largest payload frame read, in bytes. @default 16 MiB */
+  /** Largest payload frame read, in bytes (one scheduler step's events rarely reach a few hundred KiB). @default 4 MiB */
   readonly maxPayloadBytes: number;
   /** Largest topic frame, in bytes. @default 4096 */
   readonly maxTopicBytes: number;
@@ -57,7 +57,7 @@ export interface KvWireLimits {
 
 /** The decoder's default bounds: far above what vLLM and SGLang send, far below what hurts. */
 export const DEFAULT_KV_WIRE_LIMITS: KvWireLimits = Object.freeze({
-  maxPayloadBytes: 16 * 1024 * 1024,
+  maxPayloadBytes: 4 * 1024 * 1024,
   maxTopicBytes: 4096,
   maxEventsPerBatch: 65_536,
   maxBlocksPerEvent: 65_536,
