@@ -4,7 +4,8 @@
  */
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFleet, type LiveFleet } from "prefix-router/fleet";
+import { encodeWireBatch, startFleet, VirtualFleet, type LiveFleet, type WireEvent } from "prefix-router/fleet";
+import { KvWireDecoder } from "../../src/kv-events/wire.js";
 import type { BlockStored, KvEvent, KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
 import { KvEventFeed } from "../../src/kv-events/feed.js";
 import { renderPrompt } from "../../tools/fleet/template.js";
@@ -112,5 +113,25 @@ describe("the emulated fleet's KV events", () => {
     expect(second.blockHashes).toHaveLength(1);
     expect(second.parentBlockHash).toBe(firstChain.blockHashes[3]);
     expect(second.tokenIds).toEqual([..."n".repeat(16)].map((c) => c.charCodeAt(0) + 1000));
+  });
+});
+
+describe("the virtual fleet's KV events", () => {
+  it("come with their virtual time, decode as the feed would, and a restart clears", async () => {
+    const got: { instance: string; event: WireEvent; atMs: number }[] = [];
+    const fleet = new VirtualFleet({ instances: 2, kvEvents: (instance, event, atMs) => got.push({ instance, event, atMs }) });
+    const prompt = "a".repeat(40);
+    fleet.advanceTo(1000);
+    fleet.submit("i1", { id: 1, prompt, outputTokens: 4, cacheSalt: "tenant" }, { onDone() {} });
+    fleet.runUntilIdle();
+    expect(got).toHaveLength(1);
+    expect(got[0]!.instance).toBe("i1");
+    expect(got[0]!.atMs).toBeGreaterThan(1000); // admitted after the frontend's overhead
+    expect(got[0]!.atMs).toBeLessThan(2000);
+    const wire = await KvWireDecoder.load();
+    const { batch } = wire.decodePayload(encodeWireBatch({ ts: 1, events: got.map((g) => g.event) }));
+    expect(batch.events[0]).toMatchObject({ type: "BlockStored", tokenIds: [...Buffer.from(prompt.slice(0, 32))], blockSize: 16, extraKeys: [["tenant"], null] });
+    fleet.restartInstance("i1");
+    expect(got.at(-1)).toMatchObject({ instance: "i1", event: { type: "AllBlocksCleared" } });
   });
 });
