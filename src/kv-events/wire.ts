@@ -25,8 +25,9 @@
  *   digest bytes themselves. All normalise to the same unsigned 64-bit value: a negative integer
  *   is taken modulo 2^64 and a byte string gives its last 8 bytes read big-endian.
  *
- * Hostile input is bounded before and during decoding ({@link KvWireLimits}): payload size, array
- * and string lengths inside msgpack, events per batch, blocks and tokens per event, token ids
+ * Hostile input is bounded before and during decoding ({@link KvWireLimits}): payload size, then
+ * a walk over the msgpack bytes that builds nothing (nesting depth, number of arrays and maps,
+ * declared lengths against the bytes left), then array and string lengths, events per batch, blocks and tokens per event, token ids
  * (integers from 0 to 2^32 − 1) and block size. Anything malformed is one
  * `RouterError("ERR_KV_EVENT_DECODE")`, never a partial batch. A `BlockStored` that cannot be
  * indexed — no token ids (vLLM's offloading tiers send none) or a token count other than
@@ -53,6 +54,10 @@ export interface KvWireLimits {
   readonly maxTokensPerEvent: number;
   /** Largest block size, in tokens. @default 65,536 */
   readonly maxBlockSize: number;
+  /** Deepest nesting of arrays and maps in a payload (vLLM's is 5 or 6 deep). @default 16 */
+  readonly maxDepth: number;
+  /** Most arrays and maps in a payload: what a one-byte `[]` costs once decoded is ~50 bytes. @default 262,144 */
+  readonly maxContainers: number;
 }
 
 /** The decoder's default bounds: far above what vLLM and SGLang send, far below what hurts. */
@@ -63,6 +68,8 @@ export const DEFAULT_KV_WIRE_LIMITS: KvWireLimits = Object.freeze({
   maxBlocksPerEvent: 65_536,
   maxTokensPerEvent: 1_048_576,
   maxBlockSize: 65_536,
+  maxDepth: 16,
+  maxContainers: 262_144,
 });
 
 /** One decoded live message. */
@@ -137,7 +144,80 @@ function checkLimits(limits: Partial<KvWireLimits> | undefined): KvWireLimits {
   checkInteger("limits.maxBlocksPerEvent", l.maxBlocksPerEvent, 1, 1 << 24);
   checkInteger("limits.maxTokensPerEvent", l.maxTokensPerEvent, 1, 1 << 28);
   checkInteger("limits.maxBlockSize", l.maxBlockSize, 1, 1 << 24);
+  checkInteger("limits.maxDepth", l.maxDepth, 2, 1024);
+  checkInteger("limits.maxContainers", l.maxContainers, 2, 1 << 26);
   return Object.freeze(l);
+}
+
+// Bytes after the type byte of msgpack's fixed-size formats 0xc0..0xdf (−1: not fixed-size).
+const FIXED = new Int8Array(32).fill(-1);
+for (const [t, n] of [[0xc0, 0], [0xc2, 0], [0xc3, 0], [0xca, 4], [0xcb, 8], [0xcc, 1], [0xcd, 2], [0xce, 4], [0xcf, 8], [0xd0, 1], [0xd1, 2], [0xd2, 4], [0xd3, 8], [0xd4, 2], [0xd5, 3], [0xd6, 5], [0xd7, 9], [0xd8, 17]] as const) {
+  FIXED[t - 0xc0] = n;
+}
+
+/**
+ * Walks a msgpack value without building it: refuses nesting deeper than `stack.length − 1`, more
+ * than `maxContainers` arrays and maps, a length longer than the bytes left, a truncated value and
+ * trailing bytes. Decoding then allocates at most in proportion to what real batches hold.
+ * O(payload bytes); `stack` is the caller's scratch space (items left per nesting level).
+ */
+function scanShape(b: Uint8Array, stack: Float64Array, maxContainers: number): void {
+  const maxDepth = stack.length - 1;
+  const end = b.byteLength;
+  let depth = 0;
+  let pos = 0;
+  let containers = 0;
+  stack[0] = 1;
+  while (depth >= 0) {
+    if (stack[depth] === 0) {
+      depth--;
+      continue;
+    }
+    stack[depth]!--;
+    if (pos >= end) fail("the payload is truncated");
+    const t = b[pos++]!;
+    if (t <= 0x7f || t >= 0xe0) continue;
+    let items: number;
+    if (t <= 0x8f) items = (t & 0x0f) * 2;
+    else if (t <= 0x9f) items = t & 0x0f;
+    else if (t <= 0xbf) {
+      pos += t & 0x1f;
+      continue;
+    } else {
+      const fixed = FIXED[t - 0xc0]!;
+      if (fixed >= 0) {
+        pos += fixed;
+        continue;
+      }
+      // Variable lengths: bin, str and ext (8/16/32-bit length), then arrays and maps.
+      if (t === 0xc4 || t === 0xd9) {
+        pos += 1 + (b[pos] ?? 0);
+        continue;
+      }
+      if (t === 0xc5 || t === 0xda || t === 0xc6 || t === 0xdb || t === 0xc7 || t === 0xc8 || t === 0xc9) {
+        const w = t === 0xc5 || t === 0xda || t === 0xc8 ? 2 : t === 0xc7 ? 1 : 4;
+        if (pos + w > end) fail("the payload is truncated");
+        let n = 0;
+        for (let i = 0; i < w; i++) n = n * 256 + b[pos + i]!;
+        pos += w + n + (t >= 0xc7 && t <= 0xc9 ? 1 : 0);
+        continue;
+      }
+      if (t === 0xc1) fail("the payload holds the reserved msgpack byte 0xc1");
+      const w = t === 0xdc || t === 0xde ? 2 : 4;
+      if (pos + w > end) fail("the payload is truncated");
+      let n = 0;
+      for (let i = 0; i < w; i++) n = n * 256 + b[pos + i]!;
+      pos += w;
+      items = t === 0xde || t === 0xdf ? n * 2 : n;
+    }
+    if (++containers > maxContainers) fail(`the payload holds more than ${maxContainers} arrays and maps`);
+    if (items > end - pos) fail(`the payload declares ${items} items with ${end - pos} bytes left`);
+    if (items === 0) continue;
+    if (depth === maxDepth) fail(`the payload nests deeper than ${maxDepth}`);
+    stack[++depth] = items;
+  }
+  if (pos > end) fail("the payload is truncated");
+  if (pos !== end) fail(`the payload has ${end - pos} bytes after its value`);
 }
 
 const own = Object.prototype.hasOwnProperty;
@@ -171,11 +251,13 @@ function optInt(v: unknown, name: string): number | undefined {
 export class KvWireDecoder {
   readonly limits: KvWireLimits;
   private readonly msgpack: MsgpackDecoder;
+  private readonly scanStack: Float64Array;
 
   /** @internal Use {@link KvWireDecoder.load}. */
   constructor(msgpack: MsgpackModule, limits?: Partial<KvWireLimits>) {
     this.limits = checkLimits(limits);
     const l = this.limits;
+    this.scanStack = new Float64Array(l.maxDepth + 1);
     this.msgpack = new msgpack.Decoder({
       useBigInt64: true,
       maxStrLength: 1 << 16,
@@ -234,6 +316,7 @@ export class KvWireDecoder {
    */
   decodePayload(payload: Uint8Array): { batch: KvEventBatch; skippedEvents: number } {
     if (payload.byteLength > this.limits.maxPayloadBytes) fail(`the payload has ${payload.byteLength} bytes, over ${this.limits.maxPayloadBytes}`);
+    scanShape(payload, this.scanStack, this.limits.maxContainers);
     let raw: unknown;
     try {
       raw = this.msgpack.decode(payload);

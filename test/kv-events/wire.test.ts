@@ -287,6 +287,16 @@ describe("hostile and malformed input: one typed error, never a crash", () => {
     );
   });
 
+  it("refuses deep nesting and container floods before building anything", () => {
+    const deep = new Uint8Array(100_001).fill(0x91);
+    deep[100_000] = 0xc0;
+    expect(decodeError(() => wire.decodePayload(deep))).toBe("ERR_KV_EVENT_DECODE");
+    // [1.0, [[], [], … 300,000 empty arrays]]: 300 KB that would decode to ~15 MB of arrays.
+    const flood = new Uint8Array(1 + 9 + 5 + 300_000).fill(0x90);
+    flood.set([0x92, 0xcb, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0, 0xdd, 0x00, 0x04, 0x93, 0xe0]);
+    expect(() => wire.decodePayload(flood)).toThrow(/more than 262144 arrays and maps/);
+  });
+
   it("skips and counts unknown event types, stores without tokens and partial blocks; ignores unknown fields", () => {
     const p = encodeMsgpack([
       new Float64(1),
