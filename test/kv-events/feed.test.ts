@@ -202,6 +202,22 @@ describe("KvEventFeed over ZeroMQ", () => {
     expect(f.inSync()).toBe(true);
   });
 
+  it("seq going back to 0 on a live connection is a restart: cleared, resumed", async () => {
+    const port = await freePort();
+    const pub = await publisher({ endpoint: `tcp://127.0.0.1:${port}` });
+    const sink = new MarkerSink();
+    const f = await feed({ endpoint: `tcp://127.0.0.1:${port}`, sink });
+    await prime(pub, f, counter());
+    await pub.publish([store(50)]);
+    await waitFor(() => sink.held.has(50n), "a batch after the prime");
+    const clears = f.stats().clears;
+    // What a restarted publisher sends first, on a connection that did not drop.
+    await pub.sendRaw([new Uint8Array(0), wireSeq(0n), pub.encode([store(77)])]);
+    await waitFor(() => sink.held.has(77n), "the restarted publisher's batch");
+    expect(sink.markers()).toEqual([77]);
+    expect(f.stats()).toMatchObject({ restarts: 1, clears: clears + 1, lastSeq: 0n, inSync: true });
+  });
+
   it("with the replay endpoint down, a gap clears and the feed resyncs from the live stream", async () => {
     const [port, deadPort] = [await freePort(), await freePort()];
     const pub = await publisher({ endpoint: `tcp://127.0.0.1:${port}` });
