@@ -243,6 +243,28 @@ describe("KvEventFeed over ZeroMQ", () => {
     expect(sink.markers()).toEqual([after, more]);
   });
 
+  it("the replay timeout runs on the injected timers: nothing waits on the wall clock", async () => {
+    const [port, deadPort] = [await freePort(), await freePort()];
+    const pub = await publisher({ endpoint: `tcp://127.0.0.1:${port}` });
+    const due: (() => void)[] = [];
+    const timers = { setTimeout: (fn: () => void) => due.push(fn), clearTimeout: () => {} };
+    await pub.publish([store(0)]); // before the feed: its join must replay
+    const sink = new MarkerSink();
+    const f = await feed({ endpoint: `tcp://127.0.0.1:${port}`, replayEndpoint: `tcp://127.0.0.1:${deadPort}`, replayTimeoutMs: 600_000, timers, sink });
+    const next = counter(1);
+    for (let i = 0; f.stats().replays === 0; i++) {
+      if (i > 200) throw new Error("the join never replayed");
+      await pub.publish([store(next())]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(f.inSync()).toBe(false); // replaying, against nobody, for as long as the timers say
+    await new Promise((r) => setTimeout(r, 50));
+    expect(f.inSync()).toBe(false);
+    due.splice(0).forEach((fire) => fire());
+    await waitFor(() => f.inSync(), "the resync after the timeout");
+    expect(f.stats()).toMatchObject({ replays: 1, replayFailures: 1 });
+  });
+
   it("without a replay endpoint, a gap clears at once", async () => {
     const port = await freePort();
     const pub = await publisher({ endpoint: `tcp://127.0.0.1:${port}` });
