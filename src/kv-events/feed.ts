@@ -105,7 +105,7 @@ export interface KvEventFeedStats {
   readonly restarts: number;
   /** Replays requested. */
   readonly replays: number;
-  /** Replays that failed: timeout, error, too many replies, refused as too soon, or no replay endpoint. */
+  /** Replays that failed (a timeout, an error, too many replies) or were refused as too soon after the last one. */
   readonly replayFailures: number;
   /** Batches recovered through replays. */
   readonly replayedBatches: number;
@@ -383,7 +383,7 @@ export class KvEventFeed {
       cleared = true;
     };
     if (this.cfg.replayEndpoint === undefined || now - this.lastReplayAt < this.cfg.minReplayIntervalMs) {
-      this.counts.replayFailures++;
+      if (this.cfg.replayEndpoint !== undefined) this.counts.replayFailures++;
       lose(until);
       return;
     }
