@@ -11,7 +11,7 @@
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { LlamaEngine } from "./engine.js";
-import { TINY_LLAMA_VOCAB_SIZE } from "./gguf.js";
+import { tinyLlamaVocabularySize } from "./gguf.js";
 import { loadNodeLlamaCpp } from "./runtime.js";
 import { createLlamaServer } from "./server.js";
 
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
       slots: config.slots,
       slotPromptSimilarity: config.slotPromptSimilarity,
       clock: performance,
-      vocabularySize: TINY_LLAMA_VOCAB_SIZE,
+      vocabularySize: tinyLlamaVocabularySize(),
     });
     const server = createLlamaServer({ id: config.id, modelName: config.modelName, engine, defaultMaxTokens: config.defaultMaxTokens, wallClock: Date.now });
     await new Promise<void>((resolve, reject) => {

@@ -78,9 +78,12 @@ export class LlamaEngine {
     this.scheduler = new SlotScheduler(options.slots, options.slotPromptSimilarity);
   }
 
-  /** llama.cpp's tokens of `text` (special-token texts read as plain text). */
-  tokenize(text: string): Token[] {
-    return this.model.tokenize(text, false);
+  /**
+   * llama.cpp's tokens of `text`; with `specialTokens` (the default, as llama-server's
+   * `parse_special`) control-token texts such as `<|eot_id|>` are those tokens.
+   */
+  tokenize(text: string, specialTokens = true): Token[] {
+    return this.model.tokenize(text, specialTokens);
   }
 
   /** llama.cpp's text of `tokens` (control tokens dropped). */
