@@ -26,8 +26,8 @@ function record(over: Partial<EngineRecord>): EngineRecord {
     cachedTokens: 0,
     completionTokens: 16,
     predictedCachedTokens: undefined,
-    idealCachedChars: 0,
-    promptChars: 1000,
+    idealCachedTokens: 0,
+    idealPromptTokens: 1000,
     seenPrefix: false,
     engineTtftMs: undefined,
     engineQueueMs: undefined,
@@ -107,8 +107,8 @@ describe("engine figures", () => {
           strategy: "prefix-aware",
           records: [
             record({ target: "i0", predictedCachedTokens: 0 }),
-            record({ target: "i0", cachedTokens: 900, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 880 }),
-            record({ target: "i1", cachedTokens: 0, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 900 }),
+            record({ target: "i0", cachedTokens: 900, idealCachedTokens: 950, seenPrefix: true, predictedCachedTokens: 880 }),
+            record({ target: "i1", cachedTokens: 0, idealCachedTokens: 950, seenPrefix: true, predictedCachedTokens: 900 }),
             record({ target: "i1", error: "boom", promptTokens: 0 }),
           ],
         },
@@ -124,9 +124,9 @@ describe("engine figures", () => {
   it("checks: the default strategy against least-outstanding + 10 points, 80% of the ideal, and P50s", () => {
     const rows = engineRows(
       result([
-        { engine: "llama", strategy: "random", records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedChars: 800 })] },
-        { engine: "llama", strategy: "least-outstanding", records: [record({ ttftMs: 400, cachedTokens: 500, idealCachedChars: 800 })] },
-        { engine: "llama", strategy: "prefix-aware", records: [record({ ttftMs: 300, cachedTokens: 700, idealCachedChars: 800 })] },
+        { engine: "llama", strategy: "random", records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedTokens: 800 })] },
+        { engine: "llama", strategy: "least-outstanding", records: [record({ ttftMs: 400, cachedTokens: 500, idealCachedTokens: 800 })] },
+        { engine: "llama", strategy: "prefix-aware", records: [record({ ttftMs: 300, cachedTokens: 700, idealCachedTokens: 800 })] },
       ]),
     );
     const checks = engineChecks(rows);

@@ -48,7 +48,7 @@ function rowOf(engine: EngineKind, strategy: EngineStrategy, records: readonly E
   const ok = records.filter((r) => r.error === undefined);
   const sum = (f: (r: EngineRecord) => number) => ok.reduce((a, r) => a + f(r), 0);
   const prompt = sum((r) => r.promptTokens);
-  const chars = sum((r) => r.promptChars);
+  const chars = sum((r) => r.idealPromptTokens);
   const shares: Record<string, number> = Object.fromEntries(targets.map((t) => [t, 0]));
   for (const r of ok) if (r.target !== undefined) shares[r.target] = (shares[r.target] ?? 0) + 1 / ok.length;
   const predicting = ok.some((r) => r.predictedCachedTokens !== undefined);
@@ -59,7 +59,7 @@ function rowOf(engine: EngineKind, strategy: EngineStrategy, records: readonly E
     requests: records.length,
     errors: records.length - ok.length,
     hitRate: prompt === 0 ? 0 : sum((r) => r.cachedTokens) / prompt,
-    idealHitRate: chars === 0 ? 0 : sum((r) => r.idealCachedChars) / chars,
+    idealHitRate: chars === 0 ? 0 : sum((r) => r.idealCachedTokens) / chars,
     ttftP50Ms: quantile(ok.map((r) => r.ttftMs), 0.5),
     ttftP90Ms: quantile(ok.map((r) => r.ttftMs), 0.9),
     shares,

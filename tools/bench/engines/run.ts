@@ -9,8 +9,8 @@
  * engine's `prompt_tokens` and `cached_tokens`, the strategy's predicted cached tokens (from
  * `onDecision`), and the engine's own TTFT and queueing (its response headers). The pooled ideal
  * is the hit rate of one unbounded cache that saw every earlier prompt and answer: the longest
- * common prefix of each prompt with any earlier prompt + answer, in characters (a byte-level
- * engine's tokens).
+ * common prefix of each prompt with any earlier prompt + answer, in the engine's tokens
+ * ({@link idealTokens}: the tiny llama model's BPE, or the emulated engine's 4-character tokens).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
@@ -20,7 +20,9 @@ import { routeOpenAI } from "prefix-router/openai";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
 import type { EngineConfig } from "../../fleet/config.js";
 import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet, type LlamaFleetOptions } from "../../fleet/llama/index.js";
+import { tinyLlamaTokenizer } from "../../fleet/llama/bpe.js";
 import { renderPrompt } from "../../fleet/template.js";
+import { CHARS_PER_TOKEN } from "../../fleet/tokenizer.js";
 import { createRandom } from "../../sim/random.js";
 import { strategyOptions, type StrategyVariant } from "../variants.js";
 import type { Strategy } from "../../common/strategy.js";
@@ -38,7 +40,7 @@ export type EngineStrategy = Strategy | StrategyVariant;
 export interface EngineTiming {
   /** Fixed time before prefill: HTTP, template, tokenization, ms. */
   overheadMs: number;
-  /** Prefill time per uncached prompt token (one character), ms. */
+  /** Prefill time per uncached prompt token (the tiny model's BPE token), ms. */
   prefillMsPerToken: number;
   /** Time per generated token, ms. */
   decodeMsPerToken: number;
@@ -98,9 +100,9 @@ export interface EngineRecord {
   readonly completionTokens: number;
   /** What the strategy predicted cached; `undefined`: no prediction. */
   readonly predictedCachedTokens: number | undefined;
-  /** The pooled ideal's cached characters for this prompt, and the prompt's characters. */
-  readonly idealCachedChars: number;
-  readonly promptChars: number;
+  /** The pooled ideal's cached tokens for this prompt, and the prompt's tokens, in the engine's tokens ({@link idealTokens}). */
+  readonly idealCachedTokens: number;
+  readonly idealPromptTokens: number;
   /** Whether an earlier request of this run used the same shared prefix. */
   readonly seenPrefix: boolean;
   /** The engine's own TTFT and queueing (its response headers), ms; `undefined` when absent. */
@@ -153,11 +155,12 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
 
 /**
  * The emulated engine configured like the llama fleet: `slots` slots (llama.cpp's slot cache, as
- * the emulated engine models it), their context, the fitted timing. The emulated tokenizer counts 4 characters a token, the
- * byte-level engine one: per-token costs are scaled by 4.
+ * the emulated engine models it), their context, the fitted timing. The emulated tokenizer counts
+ * 4 characters a token, the tiny llama model's BPE about {@link LLAMA_CHARS_PER_TOKEN} on the
+ * bench's text: sizes in tokens are scaled by their ratio, per-token costs by its inverse.
  */
 export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSize">, t: EngineTiming): Partial<EngineConfig> {
-  const CHARS = 4;
+  const CHARS = CHARS_PER_TOKEN / LLAMA_CHARS_PER_TOKEN;
   return {
     slots: o.slots,
     maxNumSeqs: o.slots,
@@ -173,6 +176,13 @@ export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSiz
   };
 }
 
+/**
+ * Characters per token of the tiny llama model's BPE on the bench's prompts (rendered chat
+ * prompts of the two workloads: 5.4–5.5 at seed 1); a constant, so that the emulated fleet's configuration
+ * does not depend on the text.
+ */
+export const LLAMA_CHARS_PER_TOKEN = 5.4;
+
 /** Per-request context the router's `onDecision` writes into. */
 interface Pending {
   target?: string;
@@ -184,8 +194,8 @@ type Message = { role: "system" | "user" | "assistant"; content: string };
 /** One strategy's fleet, client and records, advanced a round at a time. */
 class StrategyRun {
   readonly records: EngineRecord[] = [];
-  /** Earlier prompts + answers, by shared prefix: the pooled ideal's cache. */
-  private readonly seen = new Map<number, string[]>();
+  /** Earlier prompts + answers in the engine's tokens, by shared prefix: the pooled ideal's cache. */
+  private readonly seen = new Map<number, (readonly Unit[])[]>();
   private client!: OpenAI;
   private readonly als = new AsyncLocalStorage<Pending>();
   private t0 = 0;
@@ -194,6 +204,7 @@ class StrategyRun {
     readonly strategy: EngineStrategy,
     readonly fleet: Fleet,
     private readonly o: EngineBenchOptions,
+    private readonly kind: EngineKind,
   ) {}
 
   async start(OpenAI: typeof import("openai").default): Promise<void> {
@@ -234,18 +245,19 @@ class StrategyRun {
 
   private async request(s: EngineSession, turn: number, messages: readonly Message[]): Promise<string | undefined> {
     const prompt = renderPrompt({ messages });
+    const tokens = idealTokens(this.kind, prompt);
     const earlier = this.seen.get(s.group) ?? [];
     const seenPrefix = earlier.length > 0;
     let ideal = 0;
-    for (const e of earlier) ideal = Math.max(ideal, commonPrefix(prompt, e));
-    ideal = Math.min(ideal, prompt.length - 1);
+    for (const e of earlier) ideal = Math.max(ideal, commonPrefix(tokens, e));
+    ideal = Math.min(ideal, tokens.length - 1);
     const pending: Pending = {};
     const start = performance.now();
     let first = Number.NaN;
     let text = "";
     let usage: OpenAI.CompletionUsage | undefined;
     let headers: Headers | undefined;
-    const base = { session: s.index, turn, group: s.group, startMs: start - this.t0, idealCachedChars: ideal, promptChars: prompt.length, seenPrefix };
+    const base = { session: s.index, turn, group: s.group, startMs: start - this.t0, idealCachedTokens: ideal, idealPromptTokens: tokens.length, seenPrefix };
     try {
       await this.als.run(pending, async () => {
         const { data, response } = await this.client.chat.completions
@@ -279,7 +291,7 @@ class StrategyRun {
     }
     const durationMs = performance.now() - start;
     if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
-    earlier.push(prompt + text);
+    earlier.push(this.kind === "llama" ? [...tokens, ...idealTokens(this.kind, text, false)] : idealTokens(this.kind, prompt + text));
     const header = (name: string) => {
       const v = Number(headers?.get(name) ?? Number.NaN);
       return Number.isFinite(v) ? v : undefined;
@@ -300,11 +312,27 @@ class StrategyRun {
   }
 }
 
-/** Length of the common prefix of `a` and `b`. */
-export function commonPrefix(a: string, b: string): number {
+/** A token as {@link idealTokens} gives it: an id, or the emulated engine's 4-character text. */
+export type Unit = number | string;
+
+/**
+ * `text` in the tokens of engine `kind`, as the pooled ideal counts them: the tiny llama model's
+ * BPE (bpe.ts: llama.cpp's ids; `specialTokens` parses the chat template's control tokens, as
+ * the engine does for a prompt), or the emulated engine's tokens of {@link CHARS_PER_TOKEN}
+ * UTF-16 code units.
+ */
+export function idealTokens(kind: EngineKind, text: string, specialTokens = true): readonly Unit[] {
+  if (kind === "llama") return tinyLlamaTokenizer().encode(text, specialTokens);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += CHARS_PER_TOKEN) out.push(text.slice(i, i + CHARS_PER_TOKEN));
+  return out;
+}
+
+/** Length of the common prefix of `a` and `b` (strings, or arrays of tokens). */
+export function commonPrefix(a: string | readonly Unit[], b: string | readonly Unit[]): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  while (i < n && a[i] === b[i]) i++;
   return i;
 }
 
@@ -359,7 +387,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
     try {
       for (const s of o.strategies) {
         const fleet = await startEngines(engine, o, useTiming);
-        const run = new StrategyRun(s, fleet, o);
+        const run = new StrategyRun(s, fleet, o, engine);
         strategyRuns.push(run);
         await run.start(OpenAI);
       }
