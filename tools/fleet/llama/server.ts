@@ -11,6 +11,8 @@
  *   (`{"tokens"}` → `{"content"}`), llama-server's endpoints: llama.cpp's own tokenizer; control
  *   tokens' texts are parsed as those tokens unless `parse_special` is false (llama-server's
  *   default), and none is added.
+ * - `GET /slots`: llama-server's slot list (`id`, `n_ctx`, `is_processing`), with what
+ *   llama-server does not show: `n_tokens` and `tokens`, the tokens each slot's KV cache holds.
  * - `GET /v1/models`, `GET /health` (200, empty body), `GET /metrics` (vLLM's metric names:
  *   `vllm:num_requests_running` = busy slots, `vllm:num_requests_waiting` = the FIFO queue,
  *   `vllm:prefix_cache_queries`/`_hits` = prompt/reused tokens, the TTFT histogram).
@@ -187,6 +189,11 @@ export function createLlamaServer(o: LlamaServerOptions): Server {
       const body = renderMetrics({ modelName: o.modelName, instanceId: o.id, stats: o.engine.stats(), ttft: o.engine.ttftHistogram() });
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(body), ...servedHeaders(rt) });
       res.end(body);
+      return;
+    }
+    if (path === "/slots" && method === "GET") {
+      const slots = o.engine.slots().map((s) => ({ id: s.id, n_ctx: o.engine.contextSize, is_processing: s.isProcessing, n_tokens: s.tokens.length, tokens: s.tokens }));
+      sendJson(res, 200, slots, servedHeaders(rt));
       return;
     }
     if (path === "/v1/models" && method === "GET") {
