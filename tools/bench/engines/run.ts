@@ -12,21 +12,20 @@
  * common prefix of each prompt with any earlier prompt + answer, in the engine's tokens
  * ({@link idealTokens}: the tiny llama model's BPE, or the emulated engine's 4-character tokens).
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
-import type OpenAI from "openai";
 import { type RouterOptions } from "prefix-router";
-import { routeOpenAI } from "prefix-router/openai";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
 import type { EngineConfig } from "../../fleet/config.js";
 import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet, type LlamaFleetOptions } from "../../fleet/llama/index.js";
 import { tinyLlamaTokenizer } from "../../fleet/llama/bpe.js";
 import { renderPrompt } from "../../fleet/template.js";
 import { CHARS_PER_TOKEN } from "../../fleet/tokenizer.js";
-import { createRandom } from "../../sim/random.js";
-import { strategyOptions, type StrategyVariant } from "../variants.js";
+import { Rng, mix32 } from "../../sim/random.js";
+import type { StrategyVariant } from "../variants.js";
 import type { Strategy } from "../../common/strategy.js";
 import { importOptional } from "../../common/optional.js";
+import { RoutedClient, type Message, type RequestOutcome, type RoutedClientOptions } from "./client.js";
+import { RouterProcesses } from "./routers.js";
 import type { EngineSession, EngineWorkload } from "./workloads.js";
 
 /** The engines a run can use: llama.cpp processes, or the emulated fleet configured alike. */
@@ -78,8 +77,14 @@ export interface EngineBenchOptions {
   readonly timing?: EngineTiming;
   /** The llama fleet's model shape (default: the tiny model's). */
   readonly model?: LlamaFleetOptions["model"];
+  /**
+   * Router processes to run each strategy with, each a run of its own: N application processes,
+   * each with its own router, in front of the same engines; each turn of a session through one
+   * drawn from the seed ({@link routerOf}). 1 plays every request from this process. @default [1]
+   */
+  readonly routers?: readonly number[];
   /** Called after each round. */
-  readonly onProgress?: (p: { engine: EngineKind; round: number; rounds: number }) => void;
+  readonly onProgress?: (p: { engine: EngineKind; routers: number; round: number; rounds: number }) => void;
 }
 
 /** One request of a run. */
@@ -87,6 +92,8 @@ export interface EngineRecord {
   readonly session: number;
   readonly turn: number;
   readonly group: number;
+  /** The router process that sent it (0-based), with several; absent with one. */
+  readonly router?: number;
   /** The target the router chose, `undefined` when the request failed before. */
   readonly target: string | undefined;
   /** ms from the run's start to this request's. */
@@ -112,10 +119,12 @@ export interface EngineRecord {
   readonly error?: string;
 }
 
-/** One strategy on one kind of engine. */
+/** One strategy on one kind of engine, with some number of router processes. */
 export interface EngineRun {
   readonly engine: EngineKind;
   readonly strategy: EngineStrategy;
+  /** Application processes, each with its own router, in front of the same engines. */
+  readonly routers: number;
   readonly records: readonly EngineRecord[];
   readonly targets: readonly string[];
 }
@@ -183,21 +192,32 @@ export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSiz
  */
 export const LLAMA_CHARS_PER_TOKEN = 5.4;
 
-/** Per-request context the router's `onDecision` writes into. */
-interface Pending {
-  target?: string;
-  predicted?: number | undefined;
+/** Where a strategy run sends its requests: its own router, or one of N router processes. */
+interface Senders {
+  readonly size: number;
+  send(k: number, messages: readonly Message[], maxTokens: number): Promise<RequestOutcome>;
+  close(): Promise<void>;
 }
 
-type Message = { role: "system" | "user" | "assistant"; content: string };
+/** The seed of router process `k`'s random draws (one process: the run's seed, as before there were several). */
+export function routerSeed(seed: number, k: number, routers: number): number {
+  return routers === 1 ? seed : mix32(seed, 404, k);
+}
 
-/** One strategy's fleet, client and records, advanced a round at a time. */
+/**
+ * The router process that plays turn `turn` of session `session` out of `routers`: drawn from
+ * the seed, so that every strategy sends each turn through the same process.
+ */
+export function routerOf(seed: number, session: number, turn: number, routers: number): number {
+  return routers === 1 ? 0 : new Rng(mix32(seed, 303, session, turn)).int(routers);
+}
+
+/** One strategy's fleet, routers and records, advanced a round at a time. */
 class StrategyRun {
   readonly records: EngineRecord[] = [];
   /** Earlier prompts + answers in the engine's tokens, by shared prefix: the pooled ideal's cache. */
   private readonly seen = new Map<number, (readonly Unit[])[]>();
-  private client!: OpenAI;
-  private readonly als = new AsyncLocalStorage<Pending>();
+  private senders!: Senders;
   private t0 = 0;
 
   constructor(
@@ -205,23 +225,28 @@ class StrategyRun {
     readonly fleet: Fleet,
     private readonly o: EngineBenchOptions,
     private readonly kind: EngineKind,
+    readonly routers: number,
   ) {}
 
   async start(OpenAI: typeof import("openai").default): Promise<void> {
-    this.client = await routeOpenAI(new OpenAI({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
+    const config = (k: number): RoutedClientOptions => ({
       targets: this.fleet.targets.map(({ id, baseURL }) => ({ id, baseURL })),
-      random: createRandom(this.o.seed),
-      ...this.o.router,
-      ...strategyOptions(this.strategy),
-      onDecision: (d) => {
-        const p = this.als.getStore();
-        if (p !== undefined) {
-          p.target = d.target.id;
-          p.predicted = d.predictedCachedTokens;
-        }
-      },
+      strategy: this.strategy,
+      seed: routerSeed(this.o.seed, k, this.routers),
+      ...(this.o.router !== undefined && { router: this.o.router }),
     });
+    if (this.routers === 1) {
+      const client = await RoutedClient.open(OpenAI, config(0));
+      this.senders = { size: 1, send: (_k, messages, maxTokens) => client.send(messages, maxTokens), close: async () => {} };
+    } else {
+      this.senders = await RouterProcesses.start(Array.from({ length: this.routers }, (_, k) => config(k)));
+    }
     this.t0 = performance.now();
+  }
+
+  /** Stops its router processes, if any. */
+  async close(): Promise<void> {
+    await this.senders?.close();
   }
 
   /** Plays `sessions`, `concurrency` at a time. */
@@ -251,64 +276,33 @@ class StrategyRun {
     let ideal = 0;
     for (const e of earlier) ideal = Math.max(ideal, commonPrefix(tokens, e));
     ideal = Math.min(ideal, tokens.length - 1);
-    const pending: Pending = {};
-    const start = performance.now();
-    let first = Number.NaN;
-    let text = "";
-    let usage: OpenAI.CompletionUsage | undefined;
-    let headers: Headers | undefined;
-    const base = { session: s.index, turn, group: s.group, startMs: start - this.t0, idealCachedTokens: ideal, idealPromptTokens: tokens.length, seenPrefix };
-    try {
-      await this.als.run(pending, async () => {
-        const { data, response } = await this.client.chat.completions
-          .create({ model: DEFAULT_LLAMA_MODEL, messages: [...messages], max_tokens: this.o.maxTokens, stream: true, stream_options: { include_usage: true } })
-          .withResponse();
-        headers = response.headers;
-        for await (const chunk of data) {
-          const delta = chunk.choices[0]?.delta?.content;
-          if (delta) {
-            if (Number.isNaN(first)) first = performance.now() - start;
-            text += delta;
-          }
-          if (chunk.usage) usage = chunk.usage;
-        }
-      });
-    } catch (err) {
-      this.records.push({
-        ...base,
-        target: pending.target,
-        ttftMs: Number.NaN,
-        durationMs: performance.now() - start,
-        promptTokens: 0,
-        cachedTokens: 0,
-        completionTokens: 0,
-        predictedCachedTokens: pending.predicted,
-        engineTtftMs: undefined,
-        engineQueueMs: undefined,
-        error: err instanceof Error ? err.message : String(err),
-      });
-      return undefined;
-    }
-    const durationMs = performance.now() - start;
-    if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
-    earlier.push(this.kind === "llama" ? [...tokens, ...idealTokens(this.kind, text, false)] : idealTokens(this.kind, prompt + text));
-    const header = (name: string) => {
-      const v = Number(headers?.get(name) ?? Number.NaN);
-      return Number.isFinite(v) ? v : undefined;
-    };
+    const router = routerOf(this.o.seed, s.index, turn, this.routers);
+    const startMs = performance.now() - this.t0;
+    const out = await this.senders.send(router, messages, this.o.maxTokens);
     this.records.push({
-      ...base,
-      target: pending.target,
-      ttftMs: Number.isNaN(first) ? durationMs : first,
-      durationMs,
-      promptTokens: usage?.prompt_tokens ?? 0,
-      cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-      completionTokens: usage?.completion_tokens ?? 0,
-      predictedCachedTokens: pending.predicted,
-      engineTtftMs: header("x-prefix-router-ttft-ms"),
-      engineQueueMs: header("x-prefix-router-queue-ms"),
+      session: s.index,
+      turn,
+      group: s.group,
+      ...(this.routers > 1 && { router }),
+      target: out.target,
+      startMs,
+      ttftMs: out.ttftMs,
+      durationMs: out.durationMs,
+      promptTokens: out.promptTokens,
+      cachedTokens: out.cachedTokens,
+      completionTokens: out.completionTokens,
+      predictedCachedTokens: out.predicted,
+      idealCachedTokens: ideal,
+      idealPromptTokens: tokens.length,
+      seenPrefix,
+      engineTtftMs: out.engineTtftMs,
+      engineQueueMs: out.engineQueueMs,
+      ...(out.error !== undefined && { error: out.error }),
     });
-    return text;
+    if (out.error !== undefined) return undefined;
+    if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
+    earlier.push(this.kind === "llama" ? [...tokens, ...idealTokens(this.kind, out.text, false)] : idealTokens(this.kind, prompt + out.text));
+    return out.text;
   }
 }
 
@@ -381,31 +375,38 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
   const runs: EngineRun[] = [];
   let timing = o.timing;
   let sessions = all.length;
+  const routerCounts = o.routers ?? [1];
+  for (const n of routerCounts) {
+    if (!Number.isSafeInteger(n) || n < 1 || n > 64) throw new RangeError(`Expected \`routers\` to hold integers from 1 to 64, got ${String(n)}`);
+  }
   for (const engine of o.engines) {
-    const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
-    const strategyRuns: StrategyRun[] = [];
-    try {
-      for (const s of o.strategies) {
-        const fleet = await startEngines(engine, o, useTiming);
-        const run = new StrategyRun(s, fleet, o, engine);
-        strategyRuns.push(run);
-        await run.start(OpenAI);
+    for (const routers of routerCounts) {
+      const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
+      const strategyRuns: StrategyRun[] = [];
+      try {
+        for (const s of o.strategies) {
+          const fleet = await startEngines(engine, o, useTiming);
+          const run = new StrategyRun(s, fleet, o, engine, routers);
+          strategyRuns.push(run);
+          await run.start(OpenAI);
+        }
+        const started = performance.now();
+        let played = 0;
+        for (let r = 0; r < rounds; r++) {
+          if (o.timeLimitMs !== undefined && r > 0 && performance.now() - started > o.timeLimitMs) break;
+          const slice = all.slice(r * batch, (r + 1) * batch);
+          // Rotate who goes first, so no strategy always follows the same one.
+          for (let k = 0; k < strategyRuns.length; k++) await strategyRuns[(r + k) % strategyRuns.length]!.play(slice);
+          played += slice.length;
+          o.onProgress?.({ engine, routers, round: r + 1, rounds });
+        }
+        sessions = Math.min(sessions, played);
+      } finally {
+        await Promise.all(strategyRuns.map((r) => r.close()));
+        await Promise.all(strategyRuns.map((r) => r.fleet.close()));
       }
-      const started = performance.now();
-      let played = 0;
-      for (let r = 0; r < rounds; r++) {
-        if (o.timeLimitMs !== undefined && r > 0 && performance.now() - started > o.timeLimitMs) break;
-        const slice = all.slice(r * batch, (r + 1) * batch);
-        // Rotate who goes first, so no strategy always follows the same one.
-        for (let k = 0; k < strategyRuns.length; k++) await strategyRuns[(r + k) % strategyRuns.length]!.play(slice);
-        played += slice.length;
-        o.onProgress?.({ engine, round: r + 1, rounds });
-      }
-      sessions = Math.min(sessions, played);
-    } finally {
-      await Promise.all(strategyRuns.map((r) => r.fleet.close()));
+      for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, routers, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
     }
-    for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
     if (engine === "llama" && timing === undefined) timing = fitEmulated(runs.flatMap((r) => (r.engine === "llama" ? r.records : [])));
   }
   return { workload: o.workload.name, runs, timing: o.engines.includes("emulated") ? (timing ?? DEFAULT_LLAMA_TIMING) : timing, sessions };

@@ -16,9 +16,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { CACHE_DIR, cachedFile, processScript } from "../../common/process-script.js";
 import { FleetError } from "../errors.js";
 import { defaultInstanceIds } from "../virtual.js";
 import type { EngineProcessConfig, EngineProcessMessage } from "./engine-process.js";
@@ -123,27 +122,6 @@ function intOption(name: string, value: number, min: number, max: number): numbe
   return value;
 }
 
-/** esbuild's build function, as the source checkout uses it (a dependency of tsup and tsx there). */
-type EsbuildBuild = (options: Record<string, unknown>) => Promise<{ outputFiles: { contents: Uint8Array }[] }>;
-
-/** The shared cache folder of generated files: `<tmpdir>/prefix-router-llama`. */
-const CACHE_DIR = join(tmpdir(), "prefix-router-llama");
-
-/**
- * `bytes` as a file of the cache folder named by their hash (`<name>-<hash><ext>`): written
- * once, never removed (a few MB at most), so that no fleet, even one whose process was killed,
- * leaves a copy behind. Written aside then renamed: a concurrent fleet never reads a partial file.
- */
-async function cachedFile(bytes: Uint8Array, name: string, ext: string): Promise<string> {
-  const path = join(CACHE_DIR, `${name}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}${ext}`);
-  if (existsSync(path)) return path;
-  await mkdir(CACHE_DIR, { recursive: true });
-  const partial = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  await writeFile(partial, bytes);
-  await rename(partial, path);
-  return path;
-}
-
 /** `files` in a folder of the cache named by their hash, written once (aside, then renamed). */
 async function cachedDir(files: Record<string, string>, name: string): Promise<string> {
   const hash = createHash("sha256");
@@ -164,37 +142,15 @@ async function cachedDir(files: Record<string, string>, name: string): Promise<s
 }
 
 /**
- * The script an engine process runs. Built package: its `fleet/llama-engine.js` entry (this code
- * sits in a chunk at the top of dist/ or in dist/fleet/). Source checkout (tests,
- * `npm run fleet`): engine-process.ts bundled by esbuild into the cache folder, so that the
- * engine, and the process node-llama-cpp forks to test its binary, run plain JavaScript with no
- * TypeScript loader to slow their start.
+ * The script an engine process runs: the built package's `fleet/llama-engine.js`, or, in a
+ * source checkout, engine-process.ts bundled into the cache folder (tools/common/process-script.ts).
  */
 async function engineScript(): Promise<string> {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith(".ts")) {
-    for (let d = dirname(here), up = 0; up < 3; up++, d = dirname(d)) {
-      const entry = join(d, "fleet", "llama-engine.js");
-      if (existsSync(entry)) return entry;
-    }
-    throw new FleetError("ENGINE_FAILED", `Cannot find the engine entry fleet/llama-engine.js near ${here}`);
+  try {
+    return await processScript(import.meta.url, "engine-process.ts", join("fleet", "llama-engine.js"), "llama-engine");
+  } catch (err) {
+    throw new FleetError("ENGINE_FAILED", `Cannot find the engine entry: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  // A computed specifier: the package's own build must not bundle esbuild.
-  const esbuildName = "esbuild";
-  const { build } = (await import(esbuildName)) as { build: EsbuildBuild };
-  const { outputFiles } = await build({
-    entryPoints: [join(dirname(here), "engine-process.ts")],
-    write: false,
-    outfile: "llama-engine.mjs",
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    // Loaded lazily by code the engine never runs (the SageMaker event stream).
-    external: ["@smithy/*"],
-    logLevel: "silent",
-  });
-  return cachedFile(outputFiles[0]!.contents, "llama-engine", ".mjs");
 }
 
 const TAIL_BYTES = 4096;
