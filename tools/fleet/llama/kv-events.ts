@@ -137,6 +137,44 @@ export function ipcPublisher(send: (batch: KvEventBatch) => void, clock: { now()
   };
 }
 
+/** vLLM's `BlockStored`, with its field names (what its msgpack encoder writes). */
+export interface VllmBlockStored {
+  readonly type: "BlockStored";
+  readonly block_hashes: readonly bigint[];
+  readonly parent_block_hash: bigint | null;
+  readonly token_ids: readonly number[];
+  readonly block_size: number;
+  readonly lora_id: number | null;
+  readonly medium: string | null;
+  readonly lora_name: string | null;
+}
+
+/** vLLM's `BlockRemoved` and `AllBlocksCleared`. */
+export type VllmEvent = VllmBlockStored | { readonly type: "BlockRemoved"; readonly block_hashes: readonly bigint[]; readonly medium: string | null } | { readonly type: "AllBlocksCleared" };
+
+/**
+ * `events` with vLLM's field names (`block_hashes`, `parent_block_hash`, `token_ids`, …; `null`
+ * for none): what a vLLM-exact publisher encodes. The fleet's ZeroMQ publisher takes these.
+ */
+export function toVllmEvents(events: readonly KvEvent[]): VllmEvent[] {
+  return events.map((e): VllmEvent => {
+    if (e.type === "BlockStored") {
+      return {
+        type: "BlockStored",
+        block_hashes: e.blockHashes,
+        parent_block_hash: e.parentBlockHash ?? null,
+        token_ids: e.tokenIds,
+        block_size: e.blockSize,
+        lora_id: null,
+        medium: e.medium ?? null,
+        lora_name: e.loraName ?? null,
+      };
+    }
+    if (e.type === "BlockRemoved") return { type: "BlockRemoved", block_hashes: e.blockHashes, medium: e.medium ?? null };
+    return { type: "AllBlocksCleared" };
+  });
+}
+
 /** Where an engine's ZeroMQ publisher binds. */
 export interface ZmqKvEndpoint {
   /** The PUB socket: `tcp://host:port`. */
@@ -147,9 +185,12 @@ export interface ZmqKvEndpoint {
 
 /**
  * Opens the ZeroMQ publisher of vLLM's wire format on `where`.
- * LEAD: plug the fleet's vLLM-exact publisher in here (tools/fleet/kv-events/publisher.ts:
- * `KvEventPublisher.open({ endpoint, replayEndpoint })`, events mapped to its snake_case
- * `WireEvent`s, `publish` not awaited so the engine never waits on a subscriber).
+ * LEAD: plug the fleet's vLLM-exact publisher in here (tools/fleet/kv-events/publisher.ts):
+ *
+ *   const pub = await KvEventPublisher.open({ endpoint: where.endpoint, replayEndpoint: where.replayEndpoint });
+ *   return { publish: (events) => void pub.publish(toVllmEvents(events)), close: () => pub.close() };
+ *
+ * (`publish` not awaited, so the engine never waits on a subscriber.)
  * @throws FleetError `KV_EVENTS_UNAVAILABLE` until then
  */
 export async function openZmqKvPublisher(where: ZmqKvEndpoint): Promise<KvPublisher> {

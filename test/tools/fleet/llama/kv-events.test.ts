@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { KV_BLOCK_SIZE, SlotBlockEvents, engineBlockHash, ipcPublisher, type KvEvent } from "../../../../tools/fleet/llama/kv-events.js";
+import { KV_BLOCK_SIZE, SlotBlockEvents, engineBlockHash, ipcPublisher, toVllmEvents, type KvEvent } from "../../../../tools/fleet/llama/kv-events.js";
 import { HeldBlocks, expectedPrefixes } from "./kv-events-model.js";
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
@@ -97,5 +97,18 @@ describe("startLlamaFleet's kvEvents option", () => {
     await expect(startLlamaFleet({ kvEvents: { replayPort: 6000 } })).rejects.toThrow("Expected `kvEvents.port` with `kvEvents.replayPort`");
     await expect(startLlamaFleet({ instances: 4, kvEvents: { port: 65534 } })).rejects.toThrow("Expected `kvEvents.port` to be an integer from 1 to 65532, got 65534");
     await expect(startLlamaFleet({ kvEvents: { onBatch: 3 as never } })).rejects.toThrow("Expected `kvEvents.onBatch` to be a function, got number");
+  });
+});
+
+describe("toVllmEvents", () => {
+  it("gives vLLM's field names, null for none", () => {
+    const ev = new SlotBlockEvents(1);
+    const [stored] = ev.update(0, range(0, 16));
+    const [removed] = ev.update(0, []);
+    expect(toVllmEvents([stored!, removed!, { type: "AllBlocksCleared" }])).toEqual([
+      { type: "BlockStored", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], parent_block_hash: null, token_ids: range(0, 16), block_size: 16, lora_id: null, medium: "CPU", lora_name: null },
+      { type: "BlockRemoved", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], medium: "CPU" },
+      { type: "AllBlocksCleared" },
+    ]);
   });
 });
