@@ -98,7 +98,7 @@ export class RouterProcesses {
   static async start(configs: readonly RoutedClientOptions[]): Promise<RouterProcesses> {
     const script = await processScript(import.meta.url, "router-process.ts", join("bench", "router-process.js"), "bench-router");
     const processes = configs.map(
-      (c) => new RouterProcess(spawn(process.execPath, [script, JSON.stringify(c)], { stdio: ["ignore", "inherit", "inherit", "ipc"], serialization: "advanced" })),
+      (c) => new RouterProcess(spawn(process.execPath, [script, JSON.stringify(c)], { stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" })),
     );
     const all = new RouterProcesses(processes);
     try {

@@ -202,12 +202,14 @@ export class BpeTokenizer {
       let ids = this.cache.get(piece);
       if (ids === undefined) {
         ids = this.encodePiece(piece);
-        if (this.cache.size < 65536) this.cache.set(piece, ids);
+        // Words recur; long pieces (whitespace runs, unbroken strings) rarely do.
+        if (piece.length <= 64 && this.cache.size < 65536) this.cache.set(piece, ids);
       }
       for (const id of ids) out.push(id);
     }
   }
 
+  /** Merges by rank, lowest first, leftmost on a tie: O(length²) per piece, fine for words. */
   private encodePiece(piece: string): number[] {
     const symbols = [...ENCODER.encode(piece)].map((b) => this.byteChars[b]!);
     for (;;) {
