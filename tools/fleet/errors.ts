@@ -22,7 +22,9 @@ export type FleetErrorCode =
   /** `VirtualFleet.submit` to an instance that is down while it restarts (the client's connection is refused). */
   | "INSTANCE_DOWN"
   /** A real engine process (`startLlamaFleet`) failed to start, or exited. */
-  | "ENGINE_FAILED";
+  | "ENGINE_FAILED"
+  /** KV events were asked of a real engine on a transport this build does not have. */
+  | "KV_EVENTS_UNAVAILABLE";
 
 const FLEET_ERROR_BRAND = Symbol.for("prefix-router.FleetError");
 
