@@ -22,9 +22,7 @@ export type FleetErrorCode =
   /** `VirtualFleet.submit` to an instance that is down while it restarts (the client's connection is refused). */
   | "INSTANCE_DOWN"
   /** A real engine process (`startLlamaFleet`) failed to start, or exited. */
-  | "ENGINE_FAILED"
-  /** KV events were asked of a real engine on a transport this build does not have. */
-  | "KV_EVENTS_UNAVAILABLE";
+  | "ENGINE_FAILED";
 
 const FLEET_ERROR_BRAND = Symbol.for("prefix-router.FleetError");
 

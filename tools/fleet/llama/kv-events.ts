@@ -26,7 +26,7 @@
 import { createHash } from "node:crypto";
 // LEAD: the events' types through a public entry once one exports them (src/kv-events/events.ts).
 import type { KvEvent, KvEventBatch } from "../../../src/kv-events/events.js";
-import { FleetError } from "../errors.js";
+import { KvEventPublisher, type WireEvent } from "../kv-events/publisher.js";
 
 export type { KvEvent, KvEventBatch };
 
@@ -184,17 +184,16 @@ export interface ZmqKvEndpoint {
 }
 
 /**
- * Opens the ZeroMQ publisher of vLLM's wire format on `where`.
- * LEAD: plug the fleet's vLLM-exact publisher in here (tools/fleet/kv-events/publisher.ts):
- *
- *   const pub = await KvEventPublisher.open({ endpoint: where.endpoint, replayEndpoint: where.replayEndpoint });
- *   return { publish: (events) => void pub.publish(toVllmEvents(events)), close: () => pub.close() };
- *
- * (`publish` not awaited, so the engine never waits on a subscriber.)
- * @throws FleetError `KV_EVENTS_UNAVAILABLE` until then
+ * Opens the ZeroMQ publisher of vLLM's wire format on `where` (the fleet's vLLM-exact
+ * publisher, `tools/fleet/kv-events/publisher.ts`). `publish` is not awaited, so the engine
+ * never waits on a subscriber.
  */
 export async function openZmqKvPublisher(where: ZmqKvEndpoint): Promise<KvPublisher> {
-  throw new FleetError("KV_EVENTS_UNAVAILABLE", `The ZeroMQ KV-event publisher is not part of this build: cannot publish on ${where.endpoint}; use \`kvEvents.onBatch\``);
+  const pub = await KvEventPublisher.open({ endpoint: where.endpoint, ...(where.replayEndpoint !== undefined && { replayEndpoint: where.replayEndpoint }) });
+  return {
+    publish: (events) => void pub.publish(toVllmEvents(events) as WireEvent[]),
+    close: () => pub.close(),
+  };
 }
 
 /** Several publishers as one. */
