@@ -1,10 +1,11 @@
 /**
  * The emulated fleet publishes its paged cache's KV events in vLLM's format, and the feed reads
- * them: stores with the prompt's tokens (UTF-8 bytes by default), evictions, a reset.
+ * them: stores with the prompt's tokens (the emulated 4-character tokens by default, or any
+ * `tokenize`), evictions, a reset.
  */
 import { createServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { encodeWireBatch, startFleet, VirtualFleet, type LiveFleet, type WireEvent } from "prefix-router/fleet";
+import { byteTokens, emulatedTokens, encodeWireBatch, startFleet, VirtualFleet, type LiveFleet, type WireEvent } from "prefix-router/fleet";
 import { KvWireDecoder } from "../../src/kv-events/wire.js";
 import type { BlockStored, KvEvent, KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
 import { KvEventFeed } from "../../src/kv-events/feed.js";
@@ -62,6 +63,7 @@ describe("the emulated fleet's KV events", () => {
       timeScale: 0.01,
       engine: { numGpuBlocks: 8, maxModelLen: 128 },
       kvEvents: { port, replayPort, topic: "kv-events" },
+      tokenize: byteTokens,
     });
     const inst = fleet.instances[0]!;
     expect(inst.kvEvents).toEqual({ endpoint: `tcp://127.0.0.1:${port}`, replayEndpoint: `tcp://127.0.0.1:${replayPort}` });
@@ -119,7 +121,7 @@ describe("the emulated fleet's KV events", () => {
 describe("the virtual fleet's KV events", () => {
   it("come with their virtual time, decode as the feed would, and a restart clears", async () => {
     const got: { instance: string; event: WireEvent; atMs: number }[] = [];
-    const fleet = new VirtualFleet({ instances: 2, kvEvents: (instance, event, atMs) => got.push({ instance, event, atMs }) });
+    const fleet = new VirtualFleet({ instances: 2, kvEvents: (instance, event, atMs) => got.push({ instance, event, atMs }), tokenize: byteTokens });
     const prompt = "a".repeat(40);
     fleet.advanceTo(1000);
     fleet.submit("i1", { id: 1, prompt, outputTokens: 4, cacheSalt: "tenant" }, { onDone() {} });
@@ -133,5 +135,24 @@ describe("the virtual fleet's KV events", () => {
     expect(batch.events[0]).toMatchObject({ type: "BlockStored", tokenIds: [...Buffer.from(prompt.slice(0, 32))], blockSize: 16, extraKeys: [["tenant"], null] });
     fleet.restartInstance("i1");
     expect(got.at(-1)).toMatchObject({ instance: "i1", event: { type: "AllBlocksCleared" } });
+  });
+});
+
+describe("the emulated tokens", () => {
+  it("are the 4-character model's tokens: as many as countTokens, equal pieces equal ids, the default of a publishing fleet", () => {
+    expect(emulatedTokens("")).toEqual([]);
+    expect(emulatedTokens("Hello, world")).toHaveLength(3);
+    expect(emulatedTokens("abcdabcdab")).toHaveLength(3);
+    const [a, b, c] = emulatedTokens("abcdabcdab");
+    expect(a).toBe(b);
+    expect(c).not.toBe(a);
+    for (const id of emulatedTokens("The quick brown fox jumps over the lazy dog ✓")) expect(id >>> 0 === id && id < 2 ** 31).toBe(true);
+    const got: WireEvent[] = [];
+    const fleet = new VirtualFleet({ instances: 1, kvEvents: (_instance, event) => got.push(event) });
+    const prompt = "b".repeat(200);
+    fleet.submit("i0", { id: 1, prompt, outputTokens: 2 }, { onDone() {} });
+    fleet.runUntilIdle();
+    const stored = got.find((e) => e.type === "BlockStored") as { token_ids: number[]; block_hashes: unknown[] } | undefined;
+    expect(stored?.token_ids).toEqual(emulatedTokens(prompt).slice(0, stored!.block_hashes.length * 16));
   });
 });

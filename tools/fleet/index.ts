@@ -41,4 +41,4 @@ export type {
   WireEncoding,
   WireEvent,
 } from "./kv-events/publisher.js";
-export { byteTokens } from "./tokenizer.js";
+export { byteTokens, emulatedTokens } from "./tokenizer.js";

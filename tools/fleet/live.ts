@@ -21,7 +21,7 @@ import { handleOpenAI } from "./openai-server.js";
 import { ResponseStore, handleResponses } from "./responses-server.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 import { handleSageMaker } from "./sagemaker-server.js";
-import { blockKeys, byteTokens, countTokens, tokenBlockKeys } from "./tokenizer.js";
+import { blockKeys, countTokens, emulatedTokens, tokenBlockKeys } from "./tokenizer.js";
 import { KvEventPublisher, type WireEncoding } from "./kv-events/publisher.js";
 import { KvEventRelay } from "./kv-events/relay.js";
 import { cacheNamespace } from "./cache-salt.js";
@@ -89,7 +89,7 @@ export interface StartFleetOptions {
    * How instances tokenize prompts when they publish KV events: the token ids go into
    * `BlockStored`, their count is the prompt's length and the cache's blocks are hashed over
    * them. The router must tokenize the same way (pass it the same function).
-   * @default byteTokens (UTF-8 bytes) with `kvEvents`; without, the 4-characters-per-token model
+   * @default emulatedTokens (the 4-characters-per-token model, as ids) with `kvEvents`; without, the 4-characters-per-token model
    */
   tokenize?: (text: string) => readonly number[];
 }
@@ -454,7 +454,7 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
   const seed = options.seed ?? 0;
   const eventStream = await loadEventStreamEncoder();
   const kv = options.kvEvents;
-  const tokenize = options.tokenize ?? (kv === undefined ? undefined : byteTokens);
+  const tokenize = options.tokenize ?? (kv === undefined ? undefined : emulatedTokens);
   if (tokenize !== undefined && typeof tokenize !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `tokenize` to be a function");
   const relays: KvEventRelay[] = [];
   if (kv !== undefined) {

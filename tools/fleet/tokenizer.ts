@@ -135,6 +135,30 @@ export function byteTokens(text: string): number[] {
 }
 
 /**
+ * The emulated engine's own tokens as ids: the text cut into {@link CHARS_PER_TOKEN} UTF-16 code
+ * units a token (the last one may be shorter), each token's id a 31-bit hash of its code units
+ * and length. So `emulatedTokens(text).length === countTokens(text)`: a fleet that publishes KV
+ * events with it keeps the 4-characters-per-token model its timings are calibrated on. The
+ * default tokenizer of an emulated fleet that publishes events; a router routing on those events
+ * tokenizes with the same function. Two different 4-unit pieces share an id with probability
+ * about 2^-31 per pair.
+ * @example
+ * emulatedTokens("Hello, world").length; // 3
+ */
+export function emulatedTokens(text: string): number[] {
+  const n = countTokens(text);
+  const out = new Array<number>(n);
+  for (let t = 0; t < n; t++) {
+    const start = t * CHARS_PER_TOKEN;
+    const end = Math.min(start + CHARS_PER_TOKEN, text.length);
+    let h = 0x811c9dc5 ^ (end - start);
+    for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    out[t] = fmix32(h) >>> 1;
+  }
+  return out;
+}
+
+/**
  * Chained hash keys of the full blocks of a tokenized prompt, as {@link blockKeys} computes them
  * from text: `floor(tokens.length / blockSizeTokens)` keys, key `i` depending on `seed` and on
  * every token before the end of block `i`. Used when the fleet tokenizes with a real tokenizer

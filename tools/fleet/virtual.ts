@@ -12,7 +12,7 @@ import { Engine, type EngineStats, type VirtualResult } from "./engine.js";
 import { FleetError } from "./errors.js";
 import { EventHeap } from "../sim/event-heap.js";
 import { createRandom } from "../sim/random.js";
-import { blockKeys, byteTokens, countTokens, tokenBlockKeys } from "./tokenizer.js";
+import { blockKeys, countTokens, emulatedTokens, tokenBlockKeys } from "./tokenizer.js";
 import type { WireEvent } from "./kv-events/publisher.js";
 import { cacheNamespace } from "./cache-salt.js";
 
@@ -80,7 +80,7 @@ export interface VirtualFleetOptions {
   kvEvents?: (instance: string, event: WireEvent, atMs: number) => void;
   /**
    * How prompts are tokenized when `kvEvents` is set (the events carry the token ids; the cache
-   * hashes them). @default byteTokens (UTF-8 bytes) with `kvEvents`; without, the 4-characters model
+   * hashes them). @default emulatedTokens (the 4-characters model, as ids) with `kvEvents`; without, the 4-characters model
    */
   tokenize?: (text: string) => readonly number[];
 }
@@ -132,7 +132,7 @@ export class VirtualFleet {
     if (options.kvEvents !== undefined && typeof options.kvEvents !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `kvEvents` to be a function");
     if (options.tokenize !== undefined && typeof options.tokenize !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `tokenize` to be a function");
     this.kvEvents = options.kvEvents;
-    this.tokenize = options.tokenize ?? (options.kvEvents === undefined ? undefined : byteTokens);
+    this.tokenize = options.tokenize ?? (options.kvEvents === undefined ? undefined : emulatedTokens);
     const ids = typeof options.instances === "number" ? defaultInstanceIds(options.instances) : [...options.instances];
     if (ids.length === 0) throw new FleetError("INVALID_ARGUMENT", "Expected `instances` to name at least one instance");
     for (const id of ids) this.addInstance(id);
