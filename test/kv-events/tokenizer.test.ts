@@ -103,7 +103,7 @@ describe("PromptTokenizer", () => {
         const b = JSON.parse(body) as { prompt?: string; messages?: { role: string; content: string }[]; add_special_tokens?: boolean };
         bodies.push(b);
         let tokens = b.prompt !== undefined ? reference.encode(b.prompt, { add_special_tokens: b.add_special_tokens ?? true }).ids : ref(chatml(b.messages ?? []));
-        if (mode === "other") tokens = tokens.map((t) => t + 1);
+        if (mode === "other") tokens = tokens.map((t: number) => t + 1);
         res.setHeader("content-type", "application/json");
         res.end(JSON.stringify({ count: tokens.length, max_model_len: 32768, tokens }));
       });
