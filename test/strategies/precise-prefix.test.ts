@@ -3,7 +3,8 @@ import type { AddressInfo } from "node:net";
 import { readFileSync } from "node:fs";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { afterAll, describe, expect, it } from "vitest";
-import { createRouter, type KvEventSink, type RouterOptions } from "prefix-router";
+import { createRouter, type RouterOptions } from "prefix-router";
+import type { KvEventSink } from "../../src/kv-events/events.js";
 import type { BlockStored } from "../../src/kv-events/events.js";
 import type { PrecisePrefix } from "../../src/strategies/precise-prefix/strategy.js";
 import { FakeClock } from "../support.js";
@@ -16,7 +17,7 @@ const chatml = (messages: { role: string; content: string }[]) =>
 const B = 4;
 const DOC = "The router sends each request to the engine that holds the longest run of its blocks. ".repeat(4);
 const conversation = (question: string) => ({ model: "m", messages: [{ role: "system", content: DOC }, { role: "user", content: question }] });
-const tokensOf = (body: { messages: { role: string; content: string }[] }) => reference.encode(chatml(body.messages), { add_special_tokens: false }).ids;
+const tokensOf = (body: { messages: { role: string; content: string }[] }): number[] => reference.encode(chatml(body.messages), { add_special_tokens: false }).ids;
 
 /** BlockStored for the first `blocks` blocks of `tokens`, in one event, with the engine's own (made-up) hashes. */
 function stored(tokens: number[], blocks: number, salt = 0n): BlockStored {
