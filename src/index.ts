@@ -43,14 +43,6 @@ export { STRATEGIES } from "./strategies/index.js";
 export { boundedLoad } from "./strategies/bounded-load.js";
 export type { BoundedLoadOptions } from "./strategies/bounded-load.js";
 export type { LongestPrefixOptions } from "./strategies/longest-prefix/options.js";
-// precise-prefix: routing on the engines' KV events (docs/precise.md).
-export { DEFAULT_PRECISE_PREFIX, PRECISE_PREFIX_LIMITS } from "./strategies/precise-prefix/options.js";
-export type { KvFeedLike, PrecisePrefixOptions } from "./strategies/precise-prefix/options.js";
-export type { PrecisePick, PrecisePrefixStats, PreciseState } from "./strategies/precise-prefix/strategy.js";
-export { KvBlockIndex } from "./kv-events/index.js";
-export type { BlockExtraKeys, BlockStoredWithSalt, KvBlockIndexOptions, KvIndexStats, TokenBlocks } from "./kv-events/index.js";
-export type { AllBlocksCleared, BlockRemoved, BlockStored, EngineBlockHash, KvEvent, KvEventBatch, KvEventSink } from "./kv-events/events.js";
-export type { TokenizerSource, TokenizerStats } from "./kv-events/tokenizer.js";
 export type { PrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
 export type {
   Commitment,
