@@ -162,6 +162,7 @@ export class KvBlockIndex implements KvEventSink {
 
   private readonly counts = { batches: 0, stored: 0, removed: 0, cleared: 0, unknownParents: 0, unknownRemovals: 0, skipped: 0, evicted: 0, pendingConfirmed: 0, pendingExpired: 0 };
   private readonly scratch = { hashes: new Uint32Array(64) };
+  private active = new Int32Array(16);
 
   constructor(readonly options: KvBlockIndexOptions) {
     this.hasher = new BlockHasher(options.blockSize);
@@ -282,10 +283,14 @@ export class KvBlockIndex implements KvEventSink {
    */
   runs(chain: TokenBlocks, engines: ArrayLike<number>, now: number, out: Int32Array): void {
     const E = engines.length;
+    // The engines still running, compacted as they stop: once only the holders are left, a block costs one probe and their bits.
+    if (this.active.length < E) this.active = new Int32Array(2 * E);
+    const active = this.active;
     let running = 0;
     for (let k = 0; k < E; k++) {
-      out[k] = (engines[k] as number) < 0 ? 0 : -1; // −1: still running
-      if ((engines[k] as number) >= 0) running++;
+      out[k] = chain.n;
+      if ((engines[k] as number) >= 0) active[running++] = k;
+      else out[k] = 0;
     }
     const W = this.W;
     const pendingAlive = this.pLive > 0;
@@ -293,16 +298,18 @@ export class KvBlockIndex implements KvEventSink {
       const hi = chain.hashes[2 * i] as number;
       const lo = chain.hashes[2 * i + 1] as number;
       const b = this.findBlock(hi, lo);
-      for (let k = 0; k < E; k++) {
-        if (out[k] !== -1) continue;
+      for (let a = 0; a < running; ) {
+        const k = active[a] as number;
         const e = engines[k] as number;
         const held = b !== EMPTY && ((this.bBits[b * W + (e >>> 5)] as number) & (1 << (e & 31))) !== 0;
-        if (held || (pendingAlive && this.pendingAt(e, hi, lo, now))) continue;
+        if (held || (pendingAlive && this.pendingAt(e, hi, lo, now))) {
+          a++;
+          continue;
+        }
         out[k] = i;
-        running--;
+        active[a] = active[--running] as number;
       }
     }
-    for (let k = 0; k < E; k++) if (out[k] === -1) out[k] = chain.n;
   }
 
   /** Leading blocks of `chain` engine slot `e` holds (or was just sent, when `now` is given). */

@@ -18,14 +18,20 @@
  * message), and queues the missing segments for tokenization off the event loop (a worker
  * thread, or the engine's `/tokenize`), so the next turn — or a retry — finds them.
  *
- * Cost of a read: the template's render (≈ 5–10 µs per message with `@huggingface/jinja`), one
- * scan for added tokens, one Map lookup per segment and a copy of the known tokens.
+ * Segments are cached by a 64-bit content key (two XXH32 lanes over their text — one byte per
+ * character when ASCII, else UTF-16LE — and its length), not by the text itself: a Map keyed by long strings compares them character by
+ * character, and a sliced key would keep its whole prompt alive.
+ *
+ * Cost of a read: the template's render (≈ 1 µs per message with `@huggingface/jinja`), one
+ * scan for added tokens, the text written out once and hashed once (two lanes), one Map lookup per
+ * segment and a copy of the known tokens.
  */
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { RouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
 import type { Logger } from "../logger.js";
+import { xxh32 } from "../strategies/longest-prefix/xxh32.js";
 
 /** A loaded `@huggingface/tokenizers` tokenizer (the part used here). */
 export interface HfTokenizer {
@@ -50,6 +56,13 @@ export interface PromptTokens {
   readonly tailKey: number;
   /** Characters of the rendered prompt. */
   readonly chars: number;
+  /**
+   * Per known segment k: a 64-bit key of the prompt's text up to its end (`prefixKeys[2k]` hi,
+   * `[2k + 1]` lo) and the tokens up to its end (`tokenEnds[k]`): a later request sharing those
+   * segments shares that much of the chain (the strategy caches chain hashes by them).
+   */
+  readonly prefixKeys: Uint32Array;
+  readonly tokenEnds: Int32Array;
 }
 
 /** Where the tokens come from. */
@@ -102,13 +115,21 @@ export interface TokenizerStats {
 }
 
 const EMPTY_TOKENS = new Uint32Array(0);
+const EMPTY_LIST: readonly number[] = Object.freeze([]);
+/** Seeds of the segment content keys' two XXH32 lanes. */
+const KEY_SEED_HI = 0x5bd1e995;
+const KEY_SEED_LO = 0x27d4eb2f;
 
 /**
  * Renders and tokenizes requests incrementally (see the file header). Synchronous reads, async
  * tokenization through a {@link TokenizerBackend}.
  */
 export class PromptTokenizer {
+  /** Segment tokens by the segment's content key ({@link PromptTokenizer.keyOf}). */
   private readonly cache = new Map<string, Uint32Array>();
+  /** The rendered text as UTF-16LE, hashed per segment (reused: no allocation per read). */
+  private buf = Buffer.alloc(1 << 16);
+  private words = new Uint32Array(this.buf.buffer, this.buf.byteOffset, this.buf.length >>> 2);
   private cachedTokens = 0;
   private readonly queued = new Set<string>();
   private queue: string[] = [];
@@ -153,19 +174,47 @@ export class PromptTokenizer {
 
   /** The rendered text cut into segments (just before each added token). */
   segments(text: string): string[] {
+    const c = this.cuts(text);
+    return c.slice(0, -1).map((from, k) => text.slice(from, c[k + 1]));
+  }
+
+  /** Segment boundaries: 0, the cuts, `text.length` (at least one segment). */
+  cuts(text: string): number[] {
     const cut = this.cut;
-    if (cut === undefined || text.length === 0) return [text];
-    const out: string[] = [];
+    if (cut === undefined || text.length === 0) return [0, text.length];
+    const out = [0];
     let from = 0;
     cut.lastIndex = 0;
     for (let m = cut.exec(text); m !== null; m = cut.exec(text)) {
       let at = m.index;
       if (this.lstrip.has(m[0])) while (at > from && /\s/.test(text[at - 1] as string)) at--;
-      if (at > from) out.push(text.slice(from, at));
+      if (at > from) out.push(at);
       from = at;
     }
-    if (from < text.length) out.push(text.slice(from));
+    out.push(text.length);
     return out;
+  }
+
+  /**
+   * The cache key of a segment's text: two XXH32 lanes over its bytes and its length — one byte
+   * per character when it is ASCII (most prompts: half the bytes to hash), else UTF-16LE; the
+   * encoding is part of the key.
+   */
+  private keyParts(segment: string): [number, number, number] {
+    const ascii = Buffer.byteLength(segment, "utf8") === segment.length;
+    const bytes = ascii ? segment.length : 2 * segment.length;
+    if (this.buf.length < bytes) {
+      this.buf = Buffer.alloc(bytes + 4096);
+      this.words = new Uint32Array(this.buf.buffer, this.buf.byteOffset, this.buf.length >>> 2);
+    }
+    this.buf.write(segment, 0, ascii ? "latin1" : "utf16le");
+    return [xxh32(this.buf, this.words, 0, bytes, KEY_SEED_HI) >>> 0, xxh32(this.buf, this.words, 0, bytes, KEY_SEED_LO) >>> 0, ascii ? segment.length : -segment.length];
+  }
+
+  /** The cache key of a segment's text. */
+  keyOf(segment: string): string {
+    const [hi, lo, len] = this.keyParts(segment);
+    return `${hi}.${lo}.${len}`;
   }
 
   /**
@@ -179,26 +228,40 @@ export class PromptTokenizer {
       this.counts.unreadable++;
       return undefined;
     }
-    const segs = this.segments(r.text);
+    const text = r.text;
+    const cuts = this.cuts(text);
+    const S = cuts.length - 1;
     const parts: Uint32Array[] = [];
+    const prefixKeys = new Uint32Array(2 * S);
+    const tokenEnds = new Int32Array(S);
+    const prefix = r.chat ? EMPTY_LIST : this.settings.promptPrefix;
     let known = 0;
-    let total = 0;
-    for (; known < segs.length; known++) {
-      const t = this.cache.get(segs[known] as string);
+    let total = prefix.length;
+    let cumHi = r.chat ? 0x43484154 : 0x50524d54; // 'CHAT' / 'PRMT': a prompt's tokens differ from a chat's
+    let cumLo = 0;
+    for (; known < S; known++) {
+      const from = cuts[known] as number;
+      const to = cuts[known + 1] as number;
+      const [hi, lo, len] = this.keyParts(text.slice(from, to));
+      const t = this.cache.get(`${hi}.${lo}.${len}`);
       if (t === undefined) break;
       parts.push(t);
       total += t.length;
+      cumHi = Math.imul(cumHi ^ hi, 0x9e3779b1) ^ (cumLo >>> 15);
+      cumLo = Math.imul(cumLo ^ lo, 0x85ebca77) ^ (cumHi >>> 13) ^ (to - from);
+      prefixKeys[2 * known] = cumHi >>> 0;
+      prefixKeys[2 * known + 1] = cumLo >>> 0;
+      tokenEnds[known] = total;
     }
     this.counts.hits += known;
-    const complete = known === segs.length;
+    const complete = known === S;
     if (!complete) {
-      this.counts.misses += segs.length - known;
-      for (let k = known; k < segs.length; k++) this.enqueue(segs[k] as string);
+      this.counts.misses += S - known;
+      for (let k = known; k < S; k++) this.enqueue(text.slice(cuts[k], cuts[k + 1]));
       this.counts.partial++;
     } else this.counts.complete++;
-    const prefix = r.chat ? [] : this.settings.promptPrefix;
-    const suffix = r.chat || !complete ? [] : this.settings.promptSuffix;
-    const tokens = new Uint32Array(prefix.length + total + suffix.length);
+    const suffix = r.chat || !complete ? EMPTY_LIST : this.settings.promptSuffix;
+    const tokens = new Uint32Array(total + suffix.length);
     tokens.set(prefix, 0);
     let at = prefix.length;
     for (const p of parts) {
@@ -206,7 +269,8 @@ export class PromptTokenizer {
       at += p.length;
     }
     tokens.set(suffix, at);
-    return { tokens, complete, tailKey: complete ? 0 : stringKey(segs[known] as string), chars: r.text.length };
+    const tailKey = complete ? 0 : this.keyParts(text.slice(cuts[known], Math.min(cuts[known + 1] as number, (cuts[known] as number) + 4096)))[1];
+    return { tokens, complete, tailKey, chars: text.length, prefixKeys: prefixKeys.subarray(0, 2 * known), tokenEnds: tokenEnds.subarray(0, known) };
   }
 
   /** Tokenizes `body`'s prompt whole (waiting for what is missing); `undefined` when it cannot be rendered. */
@@ -214,7 +278,7 @@ export class PromptTokenizer {
     const r = this.render(body);
     if (r === undefined) return undefined;
     const segs = this.segments(r.text);
-    const missing = [...new Set(segs.filter((s) => !this.cache.has(s)))];
+    const missing = [...new Set(segs.filter((s) => !this.cache.has(this.keyOf(s))))];
     if (missing.length > 0) {
       const out = await this.backend.encode(missing);
       missing.forEach((s, k) => this.remember(s, out[k] as Uint32Array));
@@ -278,13 +342,12 @@ export class PromptTokenizer {
   }
 
   private remember(segment: string, tokens: Uint32Array): void {
-    const old = this.cache.get(segment);
+    const key = this.keyOf(segment);
+    const old = this.cache.get(key);
     if (old !== undefined) {
-      this.cache.delete(segment);
+      this.cache.delete(key);
       this.cachedTokens -= old.length;
     }
-    // A flat copy of the key: a slice of a long rendered prompt would keep the whole prompt alive.
-    const key = segment.length >= 13 ? Buffer.from(segment, "utf16le").toString("utf16le") : segment;
     this.cache.set(key, tokens);
     this.cachedTokens += tokens.length;
     while (this.cachedTokens > this.settings.cacheTokens && this.cache.size > 1) {
@@ -292,15 +355,6 @@ export class PromptTokenizer {
       this.cache.delete(k);
       this.cachedTokens -= v.length;
     }
-  }
-
-  /** @internal Whether the tokens of `segment` are cached (refreshes its recency). */
-  has(segment: string): boolean {
-    const t = this.cache.get(segment);
-    if (t === undefined) return false;
-    this.cache.delete(segment);
-    this.cache.set(segment, t);
-    return true;
   }
 }
 
@@ -326,14 +380,6 @@ function normaliseMessages(messages: readonly unknown[]): Record<string, unknown
     out.push({ ...msg, content: texts.join("\n") });
   }
   return out;
-}
-
-/** FNV-1a over the first 4,096 UTF-16 units and the length: a cheap, deterministic key of a text. */
-function stringKey(s: string): number {
-  let h = 0x811c9dc5 ^ s.length;
-  const n = Math.min(s.length, 4096);
-  for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
-  return h >>> 0;
 }
 
 function escapeRegExp(s: string): string {

@@ -40,6 +40,9 @@ import type { KvFeedLike, PrecisePrefixConfig } from "./options.js";
 
 type Ctx = PickContext<{ id: string }>;
 
+/** Entries of the chain-hash cache (three per request read: its last known segment boundaries). */
+const CHAIN_CACHE_ENTRIES = 3 * 2048;
+
 /** Where the strategy stands with its tokenizer. */
 export type PreciseState =
   /** Loading the tokenizer or checking it against the engine: requests route on `longest-prefix`. */
@@ -139,6 +142,8 @@ export class PrecisePrefix extends LongestPrefix {
   private candSlots = new Int32Array(16);
   private candRuns = new Int32Array(16);
   private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0 };
+  /** Chain hashes by (extra keys, prompt prefix up to a segment's end): see {@link PrecisePrefix.chainOf}. */
+  private readonly chainCache = new Map<string, { hashes: Uint32Array; blocks: number }>();
 
   constructor(env: PrecisePrefixEnv) {
     const p = env.precisePrefix;
@@ -229,14 +234,39 @@ export class PrecisePrefix extends LongestPrefix {
     return this.approx.read(request);
   }
 
-  /** @internal The chain of known tokens (tests, benchmarks). */
+  /**
+   * @internal The chain of known tokens (tests, benchmarks). Block hashes of a prefix this router
+   * hashed before (the earlier turns of a conversation) are taken from a small cache keyed by the
+   * prompt's segments, so a follow-up turn hashes only its new blocks.
+   */
   chainOf(t: PromptTokens, request: StrategyRequest): PreciseChain {
     const B = this.precise.blockSize;
     const body = request.body as { cache_salt?: unknown } | undefined;
     const model = this.precise.model;
     const lora = request.model !== undefined && model !== undefined && request.model !== model ? request.model : undefined;
     const cacheSalt = typeof body?.cache_salt === "string" ? body.cache_salt : undefined;
-    const { hashes, n } = this.index.hashTokens(t.tokens, { model, lora, cacheSalt });
+    const [rootHi, rootLo] = this.index.hasher.root({ model, lora, cacheSalt });
+    const n = Math.floor(t.tokens.length / B);
+    const hashes = new Uint32Array(2 * n);
+    const S = t.tokenEnds.length;
+    const at = (k: number) => `${rootHi}.${rootLo}.${t.prefixKeys[2 * k]}.${t.prefixKeys[2 * k + 1]}`;
+    let start = 0;
+    for (let k = S - 1; k >= 0 && k >= S - 8; k--) {
+      const hit = this.chainCache.get(at(k));
+      if (hit === undefined) continue;
+      start = Math.min(hit.blocks, n);
+      hashes.set(hit.hashes.subarray(0, 2 * start));
+      break;
+    }
+    const parentHi = start === 0 ? rootHi : (hashes[2 * start - 2] as number);
+    const parentLo = start === 0 ? rootLo : (hashes[2 * start - 1] as number);
+    this.index.hasher.chain(parentHi, parentLo, t.tokens, start * B, n * B, hashes, start);
+    for (let k = Math.max(0, S - 3); k < S; k++) {
+      const key = at(k);
+      this.chainCache.delete(key);
+      this.chainCache.set(key, { hashes, blocks: Math.floor((t.tokenEnds[k] as number) / B) });
+    }
+    while (this.chainCache.size > CHAIN_CACHE_ENTRIES) this.chainCache.delete(this.chainCache.keys().next().value as string);
     const keys = new Int32Array(n);
     for (let i = 0; i < n; i++) keys[i] = (hashes[2 * i + 1] as number) | 0;
     const prev = n === 0 ? 0 : (keys[n - 1] as number);
@@ -299,7 +329,10 @@ export class PrecisePrefix extends LongestPrefix {
       return this.approx.commit(ctx, pick, chain);
     }
     this.counts.precise++;
-    const inner = super.commit(ctx, pick, chain);
+    // What this router sent counts only for an engine out of sync (its events say the rest): for
+    // one in sync the approximate index is not written (n = 0), and learns again if it falls out.
+    const synced = (this.runs[pick.index] as number) >= 0;
+    const inner = super.commit(ctx, pick, synced ? { ...chain, n: 0 } : chain);
     const e = this.engineSlots[pick.index] as number;
     const from = Math.min(pick.matchedBlocks ?? 0, chain.n);
     if (from < chain.n) this.index.addPending(e, chain, from, chain.n, ctx.now);
