@@ -24,7 +24,7 @@ for (let p = 0; p < PROMPTS; p++) {
     events.push({ engine, event: { type: "BlockStored", blockHashes: [0, 1, 2, 3].map((j) => h(from + j)), parentBlockHash: from === 0 ? undefined : h(from - 1), tokenIds: tokens.slice(from * B, to * B), blockSize: B, loraName: undefined, medium: "GPU" } });
   }
 }
-const removals = events.map(({ engine, event }) => ({ engine, event: { type: "BlockRemoved", blockHashes: (event as { blockHashes: bigint[] }).blockHashes, medium: "GPU" } as KvEvent }));
+const removals = events.map(({ engine, event }) => ({ engine, event: { type: "BlockRemoved", blockHashes: (event as unknown as { blockHashes: bigint[] }).blockHashes, medium: "GPU" } as KvEvent }));
 
 let applied = 0;
 let blocks = 0;
