@@ -195,6 +195,43 @@ describe("KvBlockIndex", () => {
     );
   });
 
+  it("under a small bound: never more pairs than the bound, and never a run an engine does not hold (fast-check)", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ e: fc.nat(3), s: fc.nat(30), len: fc.integer({ min: 1, max: 6 }), remove: fc.boolean() }), { maxLength: 80 }),
+        (ops) => {
+          const index = makeIndex({ capacityBlocks: 24 });
+          const fakes = [0, 1, 2, 3].map((i) => new FakeEngine(BigInt(i + 1)));
+          const model = [0, 1, 2, 3].map(() => new Set<string>());
+          const key = (t: number[], blocks: number) => t.slice(0, blocks * B).join(",");
+          const seqOf = (s: number) => seq(6, (s % 5) * 1000).map((x, i) => (i >= 2 * B ? x + s * 7 : x));
+          for (const o of ops) {
+            const t = seqOf(o.s);
+            if (o.remove) {
+              if (!(model[o.e] as Set<string>).has(key(t, o.len))) continue;
+              index.apply(`e${o.e}`, batch((fakes[o.e] as FakeEngine).removed(t, [o.len - 1])));
+              (model[o.e] as Set<string>).delete(key(t, o.len));
+            } else {
+              index.apply(`e${o.e}`, batch((fakes[o.e] as FakeEngine).stored(t, 0, o.len)));
+              for (let b = 1; b <= o.len; b++) (model[o.e] as Set<string>).add(key(t, b));
+            }
+            expect(index.held).toBeLessThanOrEqual(24);
+          }
+          for (let s = 0; s < 31; s++) {
+            const t = seqOf(s);
+            const chain = index.hashTokens(t, NO_KEYS);
+            for (let e = 0; e < 4; e++) {
+              let run = 0;
+              while (run < 6 && (model[e] as Set<string>).has(key(t, run + 1))) run++;
+              expect(index.heldRun(chain, index.engine(`e${e}`))).toBeLessThanOrEqual(run);
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
   it("with 64 engines the bitset widens and each engine stays isolated", () => {
     const index = makeIndex();
     const t = seq(3);
