@@ -22,6 +22,7 @@
  * changing it is a breaking change for every index built with it.
  */
 import { LITTLE_ENDIAN, xxh32 } from "../strategies/longest-prefix/xxh32.js";
+import { xxh32x2 } from "./xxh32x2.js";
 
 /** The two lanes' seeds (arbitrary odd constants, fixed forever). */
 const SEED_LO = 0x2545f491;
@@ -48,6 +49,7 @@ export class BlockHasher {
   private readonly bytes: Uint8Array;
   /** Roots by extra keys: most traffic repeats the same few. */
   private readonly roots = new Map<string, [number, number]>();
+  private readonly pair = new Uint32Array(2);
 
   /** @param blockSize - tokens per block, as the engine's. */
   constructor(readonly blockSize: number) {
@@ -97,6 +99,7 @@ export class BlockHasher {
     const bytes = this.bytes;
     const wordsView = LITTLE_ENDIAN ? words : undefined;
     const len = 4 * (B + 2);
+    const pair = this.pair;
     let hi = parentHi;
     let lo = parentLo;
     let k = 0;
@@ -105,8 +108,9 @@ export class BlockHasher {
       words[1] = hi;
       for (let j = 0; j < B; j++) words[j + 2] = tokens[t + j] as number;
       if (!LITTLE_ENDIAN) for (let j = 0; j < B + 2; j++) words[j] = swap32(words[j] as number);
-      hi = xxh32(bytes, wordsView, 0, len, SEED_HI) >>> 0;
-      lo = xxh32(bytes, wordsView, 0, len, SEED_LO) >>> 0;
+      xxh32x2(bytes, wordsView, 0, len, SEED_HI, SEED_LO, pair);
+      hi = pair[0] as number;
+      lo = pair[1] as number;
       out[2 * (at + k)] = hi;
       out[2 * (at + k) + 1] = lo;
     }
