@@ -582,6 +582,7 @@ class WorkerBackend implements TokenizerBackend {
   private worker: import("node:worker_threads").Worker | undefined;
   private starting: Promise<import("node:worker_threads").Worker | undefined> | undefined;
   private next = 0;
+  private answered = false;
   private readonly waiting = new Map<number, { resolve(v: Uint32Array[]): void; reject(e: Error): void }>();
   private readonly fallback: InThreadBackend;
 
@@ -610,6 +611,7 @@ class WorkerBackend implements TokenizerBackend {
       const w = new Worker(WORKER_SCRIPT, { eval: true, workerData: { modulePath, json: this.json, config: this.config } });
       w.unref();
       w.on("message", (m: { id: number; out?: Uint32Array[]; error?: string }) => {
+        this.answered = true;
         const p = this.waiting.get(m.id);
         this.waiting.delete(m.id);
         if (m.out !== undefined) p?.resolve(m.out);
@@ -619,7 +621,9 @@ class WorkerBackend implements TokenizerBackend {
       w.on("exit", () => {
         this.failAll(new Error("tokenizer worker exited"));
         this.worker = undefined;
-        this.starting = undefined;
+        // A worker that never answered (its module could not load there) is not started again:
+        // later batches are tokenized in this thread.
+        this.starting = this.answered ? undefined : Promise.resolve(undefined);
       });
       this.worker = w;
       return w;
