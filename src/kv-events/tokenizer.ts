@@ -138,6 +138,9 @@ export class PromptTokenizer {
   private running = false;
   private readonly cut: RegExp | undefined;
   private readonly lstrip: ReadonlySet<string>;
+  /** Added tokens, longest first, and the prefix they all share (`""`: none; the RegExp scans). */
+  private readonly sortedAdded: readonly string[];
+  private readonly lead: string;
   private idle: Promise<void> = Promise.resolve();
   private readonly counts = { hits: 0, misses: 0, tokenized: 0, tokenizedChars: 0, tokenizeMs: 0, dropped: 0, failures: 0, complete: 0, partial: 0, unreadable: 0 };
 
@@ -149,6 +152,10 @@ export class PromptTokenizer {
   ) {
     const added = [...settings.addedTokens].filter((t) => t.length > 0).sort((a, b) => b.length - a.length);
     this.cut = added.length === 0 || !settings.segmented ? undefined : new RegExp(added.map(escapeRegExp).join("|"), "g");
+    this.sortedAdded = added;
+    let lead = added[0] ?? "";
+    for (const t of added) while (!t.startsWith(lead)) lead = lead.slice(0, -1);
+    this.lead = lead;
     this.lstrip = new Set(settings.lstripTokens);
   }
 
@@ -185,12 +192,28 @@ export class PromptTokenizer {
     if (cut === undefined || text.length === 0) return [0, text.length];
     const out = [0];
     let from = 0;
-    cut.lastIndex = 0;
-    for (let m = cut.exec(text); m !== null; m = cut.exec(text)) {
-      let at = m.index;
-      if (this.lstrip.has(m[0])) while (at > from && /\s/.test(text[at - 1] as string)) at--;
-      if (at > from) out.push(at);
-      from = at;
+    const at = (index: number, token: string): void => {
+      let x = index;
+      if (this.lstrip.has(token)) while (x > from && /\s/.test(text[x - 1] as string)) x--;
+      if (x > from) out.push(x);
+      from = x;
+    };
+    const lead = this.lead;
+    if (lead.length > 0) {
+      // Every added token starts with `lead` (`<|`, `<`…): native indexOf, then the longest token there.
+      let i = text.indexOf(lead);
+      while (i !== -1) {
+        const token = this.sortedAdded.find((t) => text.startsWith(t, i));
+        if (token === undefined) {
+          i = text.indexOf(lead, i + 1);
+          continue;
+        }
+        at(i, token);
+        i = text.indexOf(lead, i + token.length);
+      }
+    } else {
+      cut.lastIndex = 0;
+      for (let m = cut.exec(text); m !== null; m = cut.exec(text)) at(m.index, m[0]);
     }
     out.push(text.length);
     return out;
