@@ -124,6 +124,8 @@ export class KvBlockIndex implements KvEventSink {
   private readonly slotById = new Map<string, number>();
   private readonly ids: string[] = [];
   private heldBy: number[] = [];
+  /** Per engine: bumped whenever it loses a block (removal, eviction, clear). Unchanged, every block it held is still held. */
+  private gens: number[] = [];
   /** Bitset words per block. */
   private W = 1;
 
@@ -186,9 +188,15 @@ export class KvBlockIndex implements KvEventSink {
       this.slotById.set(id, s);
       this.ids.push(id);
       this.heldBy.push(0);
+      this.gens.push(0);
       if (s >= 32 * this.W) this.widen(this.W * 2);
     }
     return s;
+  }
+
+  /** Engine slot `e`'s generation: it changes whenever the engine loses a block, so a run seen at an unchanged generation still holds. */
+  generation(e: number): number {
+    return this.gens[e] ?? 0;
   }
 
   /** Pairs engine `id` holds. */
@@ -281,7 +289,7 @@ export class KvBlockIndex implements KvEventSink {
    * `out[k]` for engine slot `engines[k]` (−1: an engine the index never saw, 0). One table probe
    * per block serves every engine; pending entries are probed only where a bit is missing.
    */
-  runs(chain: TokenBlocks, engines: ArrayLike<number>, now: number, out: Int32Array): void {
+  runs(chain: TokenBlocks, engines: ArrayLike<number>, now: number, out: Int32Array, held?: Int32Array, eventRuns?: Int32Array): void {
     const E = engines.length;
     // The engines still running, compacted as they stop: once only the holders are left, a block costs one probe and their bits.
     if (this.active.length < E) this.active = new Int32Array(2 * E);
@@ -289,20 +297,36 @@ export class KvBlockIndex implements KvEventSink {
     let running = 0;
     for (let k = 0; k < E; k++) {
       out[k] = chain.n;
+      if (eventRuns !== undefined) eventRuns[k] = chain.n;
       if ((engines[k] as number) >= 0) active[running++] = k;
-      else out[k] = 0;
+      else {
+        out[k] = 0;
+        if (eventRuns !== undefined) eventRuns[k] = 0;
+      }
     }
     const W = this.W;
     const pendingAlive = this.pLive > 0;
     for (let i = 0; i < chain.n && running > 0; i++) {
+      if (held !== undefined) {
+        // Blocks every running engine is known to hold (`held[k]`: a run seen at an unchanged generation) need no probe.
+        let skip = chain.n;
+        for (let a = 0; a < running; a++) skip = Math.min(skip, held[active[a] as number] as number);
+        if (skip > i) i = Math.min(skip, chain.n) - 1;
+        if (skip > i) continue;
+      }
       const hi = chain.hashes[2 * i] as number;
       const lo = chain.hashes[2 * i + 1] as number;
       const b = this.findBlock(hi, lo);
       for (let a = 0; a < running; ) {
         const k = active[a] as number;
+        if (held !== undefined && (held[k] as number) > i) {
+          a++;
+          continue;
+        }
         const e = engines[k] as number;
-        const held = b !== EMPTY && ((this.bBits[b * W + (e >>> 5)] as number) & (1 << (e & 31))) !== 0;
-        if (held || (pendingAlive && this.pendingAt(e, hi, lo, now))) {
+        const bit = b !== EMPTY && ((this.bBits[b * W + (e >>> 5)] as number) & (1 << (e & 31))) !== 0;
+        if (!bit && eventRuns !== undefined && (eventRuns[k] as number) > i) eventRuns[k] = i;
+        if (bit || (pendingAlive && this.pendingAt(e, hi, lo, now))) {
           a++;
           continue;
         }
@@ -310,6 +334,7 @@ export class KvBlockIndex implements KvEventSink {
         active[a] = active[--running] as number;
       }
     }
+    if (eventRuns !== undefined) for (let k = 0; k < E; k++) eventRuns[k] = Math.min(eventRuns[k] as number, out[k] as number);
   }
 
   /** Leading blocks of `chain` engine slot `e` holds (or was just sent, when `now` is given). */
@@ -475,12 +500,14 @@ export class KvBlockIndex implements KvEventSink {
       const word = b * this.W + (e >>> 5);
       this.bBits[word] = (this.bBits[word] as number) & ~(1 << (e & 31));
       this.heldBy[e] = (this.heldBy[e] as number) - 1;
+      this.gens[e] = ((this.gens[e] as number) + 1) | 0;
     }
     if (this.bHead[b] === EMPTY) this.freeBlock(b);
   }
 
   private clearSlot(e: number): void {
     this.counts.cleared++;
+    this.gens[e] = ((this.gens[e] as number) + 1) | 0;
     for (let m = 0; m < this.mUsed; m++) {
       if (this.mBlock[m] !== EMPTY && this.mEngine[m] === e) this.removeMap(m);
     }

@@ -111,6 +111,26 @@ describe("precise-prefix", () => {
     lease.release("success");
   });
 
+  it("a follow-up turn skips the blocks its engine held at the last turn only while the engine lost nothing", async () => {
+    const { router, strategy, apply, sink } = await setup();
+    const turn1 = conversation("Turn one?");
+    await strategy.tokens?.tokenize(turn1);
+    const n = Math.floor(tokensOf(turn1).length / B);
+    apply("b", stored(tokensOf(turn1), n));
+    router.route({ body: turn1 }).release("success");
+    const turn2 = { model: "m", messages: [...turn1.messages, { role: "assistant", content: "Yes." }, { role: "user", content: "Turn two?" }] };
+    await strategy.tokens?.tokenize(turn2);
+    const a = router.route({ body: turn2 }, { explain: true });
+    expect(a.reason?.matchedBlocks).toBe(n);
+    a.release("success");
+    // b evicts block 7: the next decision must see it, not the remembered run.
+    sink.apply("b", { ts: 0, dataParallelRank: undefined, events: [{ type: "BlockRemoved", blockHashes: [8n], medium: undefined }] });
+    const turn3 = { model: "m", messages: [...turn2.messages, { role: "assistant", content: "Sure." }, { role: "user", content: "Turn three?" }] };
+    const c = router.route({ body: turn3 }, { explain: true });
+    expect(c.reason).toMatchObject({ matchedBlocks: 7, longestMatchBlocks: 7 });
+    c.release("success");
+  });
+
   it("an engine whose feed is not in sync is matched on what this router sent it, not on its events", async () => {
     const { router, strategy, apply, synced } = await setup();
     const body = conversation("Out of sync?");

@@ -103,6 +103,19 @@ export interface PreciseChain extends BlockChain, TokenBlocks {
   /** The prompt's tokens known at the decision, and whether that is all of it. */
   readonly known: number;
   readonly complete: boolean;
+  /** What this chain's decisions learned of each engine's run (for the next turn), and what an earlier chain sharing its start learned. */
+  readonly memo: RunMemo;
+  readonly hint: { readonly memo: RunMemo; readonly blocks: number } | undefined;
+}
+
+/**
+ * Engine runs seen for a chain, by engine slot, with the engine's index generation then: while
+ * the generation is unchanged the engine lost no block, so the run still holds — the next turn
+ * probes only past it.
+ */
+interface RunMemo {
+  runs: Int32Array;
+  gens: Int32Array;
 }
 
 function isPrecise(chain: BlockChain | undefined): chain is PreciseChain {
@@ -143,7 +156,8 @@ export class PrecisePrefix extends LongestPrefix {
   private candRuns = new Int32Array(16);
   private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0 };
   /** Chain hashes by (extra keys, prompt prefix up to a segment's end): see {@link PrecisePrefix.chainOf}. */
-  private readonly chainCache = new Map<string, { hashes: Uint32Array; blocks: number }>();
+  private readonly chainCache = new Map<string, { hashes: Uint32Array; blocks: number; memo: RunMemo }>();
+  private held = new Int32Array(16);
 
   constructor(env: PrecisePrefixEnv) {
     const p = env.precisePrefix;
@@ -251,20 +265,23 @@ export class PrecisePrefix extends LongestPrefix {
     const S = t.tokenEnds.length;
     const at = (k: number) => `${rootHi}.${rootLo}.${t.prefixKeys[2 * k]}.${t.prefixKeys[2 * k + 1]}`;
     let start = 0;
+    let hint: PreciseChain["hint"];
     for (let k = S - 1; k >= 0 && k >= S - 8; k--) {
       const hit = this.chainCache.get(at(k));
       if (hit === undefined) continue;
       start = Math.min(hit.blocks, n);
       hashes.set(hit.hashes.subarray(0, 2 * start));
+      hint = { memo: hit.memo, blocks: start };
       break;
     }
+    const memo: RunMemo = { runs: new Int32Array(0), gens: new Int32Array(0) };
     const parentHi = start === 0 ? rootHi : (hashes[2 * start - 2] as number);
     const parentLo = start === 0 ? rootLo : (hashes[2 * start - 1] as number);
     this.index.hasher.chain(parentHi, parentLo, t.tokens, start * B, n * B, hashes, start);
     for (let k = Math.max(0, S - 3); k < S; k++) {
       const key = at(k);
       this.chainCache.delete(key);
-      this.chainCache.set(key, { hashes, blocks: Math.floor((t.tokenEnds[k] as number) / B) });
+      this.chainCache.set(key, { hashes, blocks: Math.floor((t.tokenEnds[k] as number) / B), memo });
     }
     while (this.chainCache.size > CHAIN_CACHE_ENTRIES) this.chainCache.delete(this.chainCache.keys().next().value as string);
     const keys = new Int32Array(n);
@@ -275,7 +292,7 @@ export class PrecisePrefix extends LongestPrefix {
       tail = 0x811c9dc5;
       for (let k = n * B; k < t.tokens.length; k++) tail = Math.imul(tail ^ (t.tokens[k] as number), 0x01000193);
     }
-    return { keys, n, lastKey: Math.imul(prev ^ tail, 0x9e3779b1) ^ (t.tokens.length - n * B), length: t.tokens.length, blockBytes: B, hashes, known: t.tokens.length, complete: t.complete };
+    return { keys, n, lastKey: Math.imul(prev ^ tail, 0x9e3779b1) ^ (t.tokens.length - n * B), length: t.tokens.length, blockBytes: B, hashes, known: t.tokens.length, complete: t.complete, memo, hint };
   }
 
   protected override rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
@@ -300,8 +317,29 @@ export class PrecisePrefix extends LongestPrefix {
     }
     this.runs.fill(-1);
     if (inSync === 0) return 0;
-    this.index.runs(chain, this.candSlots.subarray(0, T), ctx.now, this.candRuns);
-    for (let j = 0; j < T; j++) if ((this.candSlots[j] as number) >= 0) this.runs[cands[j] as number] = this.candRuns[j] as number;
+    if (this.held.length < 2 * T) this.held = new Int32Array(4 * T);
+    const held = this.held.subarray(0, T);
+    const eventRuns = this.held.subarray(T, 2 * T);
+    const hint = chain.hint;
+    for (let j = 0; j < T; j++) {
+      const e = this.candSlots[j] as number;
+      const known = hint !== undefined && e >= 0 && e < hint.memo.runs.length && hint.memo.gens[e] === this.index.generation(e);
+      held[j] = known ? Math.min(hint.memo.runs[e] as number, hint.blocks) : 0;
+    }
+    this.index.runs(chain, this.candSlots.subarray(0, T), ctx.now, this.candRuns, held, eventRuns);
+    const memo = chain.memo;
+    if (memo.runs.length < this.engineSlots.length || memo.runs.length <= Math.max(...this.engineSlots)) {
+      const size = Math.max(...this.engineSlots) + 1;
+      memo.runs = new Int32Array(size);
+      memo.gens = new Int32Array(size).fill(-1);
+    }
+    for (let j = 0; j < T; j++) {
+      const e = this.candSlots[j] as number;
+      if (e < 0) continue;
+      this.runs[cands[j] as number] = this.candRuns[j] as number;
+      memo.runs[e] = eventRuns[j] as number;
+      memo.gens[e] = this.index.generation(e);
+    }
     return inSync;
   }
 
