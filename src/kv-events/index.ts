@@ -23,6 +23,9 @@
  * block) pair 18 + 8 — ≤ 51 bytes per pair with up to 32 engines (measured:
  * test/kv-events/index.test.ts, microbench/precise-index.ts).
  *
+ * Each engine has a generation, bumped whenever it loses a block: a run seen at an unchanged
+ * generation still holds, so a caller may pass it back (`held`) and only blocks past it are probed.
+ *
  * Costs: a stored block O(1) expected (two XXH32 lanes over its tokens, three probes); a removal
  * O(1) + the block's holders; a query O(n) probes for n request blocks (one probe per block gives
  * every engine's bit) + pending probes only where a bit is missing; `clear(engine)` O(pairs held)
