@@ -46,7 +46,9 @@ export type RouterErrorCode =
    * that is not msgpack, a batch or event of the wrong shape, or one over the decoder's bounds.
    * The feed counts it and never applies any of it.
    */
-  | "ERR_KV_EVENT_DECODE";
+  | "ERR_KV_EVENT_DECODE"
+  /** `precise-prefix`: the tokenizer files or chat template could not be read or compiled (the message names the file and the cause). */
+  | "ERR_TOKENIZER";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -15,6 +15,7 @@ import {
   resolveLongestPrefixOptions,
 } from "./strategies/longest-prefix/options.js";
 import { DEFAULT_STRATEGY, STRATEGIES, checkStrategySpec } from "./strategies/index.js";
+import { type PrecisePrefixConfig, type PrecisePrefixOptions, resolvePrecisePrefixOptions } from "./strategies/precise-prefix/options.js"; // precise-prefix registration (to move onto the strategy registry at merge)
 import { type PrefixAwareConfig, type PrefixAwareOptions, resolvePrefixAwareOptions } from "./strategies/helpers/prefix-aware-options.js";
 import type { RoutingStrategy, StrategySpec } from "./strategies/strategy.js";
 import type { Clock, Decision, TargetSpec } from "./types.js";
@@ -114,6 +115,8 @@ export interface RouterOptions<T extends TargetSpec = TargetSpec> {
    * @default DEFAULT_LONGEST_PREFIX — { maxInputLength: 65536, blockSize: 256, capacityBlocks: 16384, ttlMs: 0, loadFactor: 1.25, loadWindow: 4096 }
    */
   longestPrefix?: LongestPrefixOptions;
+  /** Settings of the `precise-prefix` strategy (docs/precise.md); its approximate fallback and placement rules read `longestPrefix`. */
+  precisePrefix?: PrecisePrefixOptions; // precise-prefix registration (to move onto the strategy registry at merge)
   /**
    * Settings of the `prefix-aware` strategy (ignored by the others, but validated): when a key's
    * replica counts as saturated — `concurrencyThreshold` requests in flight, or also uncached
@@ -203,6 +206,7 @@ export interface Config<T extends TargetSpec> {
   onDecision: ((decision: Decision<T>) => void) | undefined;
   ejection: EjectionPolicy | undefined;
   longestPrefix: LongestPrefixConfig;
+  precisePrefix: PrecisePrefixConfig; // precise-prefix registration (to move onto the strategy registry at merge)
   prefixAware: PrefixAwareConfig;
   logger: Logger;
   closedLoop: ClosedLoopConfig;
@@ -283,6 +287,7 @@ export function validateOptions<T extends TargetSpec>(options: RouterOptions<T>)
     ejection,
     keyScope: checkOneOf("keyScope", orDefault(o.keyScope, DEFAULT_KEY_SCOPE), ["auto", "prefix"] as const),
     longestPrefix: resolveLongestPrefixOptions(o.longestPrefix),
+    precisePrefix: resolvePrecisePrefixOptions(o.precisePrefix), // precise-prefix registration (to move onto the strategy registry at merge)
     prefixAware: resolvePrefixAwareOptions(o.prefixAware),
     logger: checkLogger(o.logger),
     closedLoop: resolveClosedLoop(o.closedLoop),

@@ -22,7 +22,7 @@ export interface TargetSpec {
 }
 
 /** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
-export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
+export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix" | "precise-prefix"; // precise-prefix registration (to move onto the strategy registry at merge)
 
 /**
  * What a pick was: the key's first choice, a later choice, a load-based pick, or the target the
@@ -103,6 +103,8 @@ export interface DecisionReason {
   longestMatchBlocks?: number;
   /** `longest-prefix`: the request's blocks (the last one partial). */
   blocks?: number;
+  /** `precise-prefix`: where the chosen target's match came from — its KV events, or what this router sent it (feed not in sync). Blocks are token blocks then. */
+  matchedBy?: "events" | "approximate"; // precise-prefix registration (to move onto the strategy registry at merge)
 }
 
 /**
@@ -271,6 +273,8 @@ export interface RouterStats {
   >;
   /** The `longest-prefix` strategy's block index; present only with that strategy. */
   prefixIndex?: PrefixIndexStats;
+  /** The `precise-prefix` strategy: tokenizer, KV-event index, feed, prediction accuracy. */
+  precise?: import("./strategies/precise-prefix/strategy.js").PrecisePrefixStats; // precise-prefix registration (to move onto the strategy registry at merge)
   /**
    * `prefix-aware` with `saturation: "tokens"`: per target, this router's uncached prefill tokens
    * in flight, its calibrated prefill throughput and bound. Per process: `mergeStats` leaves it out.

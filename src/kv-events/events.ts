@@ -43,6 +43,11 @@ export interface BlockStored {
    * one entry or `null` per block, as decoded from msgpack; absent when the engine sends none.
    */
   readonly extraKeys?: readonly unknown[] | undefined;
+  /**
+   * The request's `cache_salt` (vLLM), read from the first block's extra keys of a chain that
+   * starts a prompt: salted blocks hash apart, as the engine keeps them apart.
+   */
+  readonly cacheSalt?: string | undefined;
 }
 
 /** Blocks the engine evicted. */

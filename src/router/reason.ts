@@ -30,6 +30,8 @@ export function explainPick<T extends TargetSpec>(view: PickContext<T>, pick: St
   if (pick.matchedBlocks !== undefined) reason.matchedBlocks = pick.matchedBlocks;
   if (pick.longestMatchBlocks !== undefined) reason.longestMatchBlocks = pick.longestMatchBlocks;
   if (pick.blocks !== undefined) reason.blocks = pick.blocks;
+  const matchedBy = (pick as { matchedBy?: DecisionReason["matchedBy"] }).matchedBy; // precise-prefix registration (to move onto the strategy registry at merge)
+  if (matchedBy !== undefined) reason.matchedBy = matchedBy;
   return reason;
 }
 
@@ -46,6 +48,7 @@ const FIELDS = [
   "matchedBlocks",
   "longestMatchBlocks",
   "blocks",
+  "matchedBy", // precise-prefix registration (to move onto the strategy registry at merge)
 ] as const satisfies readonly (keyof DecisionReason)[];
 
 /**

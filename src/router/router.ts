@@ -79,6 +79,8 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
     random: config.random,
     xxhash: api,
     longestPrefix: config.longestPrefix,
+    precisePrefix: config.precisePrefix, // precise-prefix registration (to move onto the strategy registry at merge)
+    logger: config.logger, // precise-prefix registration (to move onto the strategy registry at merge)
     closedLoop: config.closedLoop,
     prefixAware: config.prefixAware,
     routingPrefix(request: StrategyRequest): PrefixKey | undefined {
@@ -108,7 +110,7 @@ export async function createRouter<T extends TargetSpec>(options: RouterOptions<
           Math.max(prefixLength, config.longestPrefix.maxInputLength),
         );
   const events = new RouterEvents(config.logger, telemetry, strategy.name, config.concurrencyThreshold);
-  if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix") {
+  if (options.longestPrefix !== undefined && strategy.name !== "longest-prefix" && strategy.name !== "precise-prefix") { // precise-prefix registration (to move onto the strategy registry at merge)
     events.ignored(`\`longestPrefix\` is set but the strategy is ${JSON.stringify(strategy.name)}: the settings are ignored`);
   }
   if (options.prefixAware !== undefined && strategy.name !== "prefix-aware") {

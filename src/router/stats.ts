@@ -65,6 +65,7 @@ export function buildStats(states: readonly TargetState[], now: number, strategy
     totals,
     ...(strategy?.prefixIndex !== undefined && { prefixIndex: strategy.prefixIndex }),
     ...(strategy?.prefill !== undefined && { prefill: strategy.prefill }),
+    ...(strategy?.precise !== undefined && { precise: strategy.precise }), // precise-prefix registration (to move onto the strategy registry at merge)
   };
 }
 

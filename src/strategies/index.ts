@@ -11,12 +11,17 @@ import type { LongestPrefixConfig } from "./longest-prefix/options.js";
 import { leastOutstanding } from "./least-outstanding.js";
 import { PrefixAware, type PrefixAwareEnv } from "./prefix-aware.js";
 import { random } from "./random.js";
+import { PrecisePrefix } from "./precise-prefix/strategy.js"; // precise-prefix registration (to move onto the strategy registry at merge)
+import type { PrecisePrefixConfig } from "./precise-prefix/options.js"; // precise-prefix registration (to move onto the strategy registry at merge)
+import type { Logger } from "../logger.js";
 import type { RoutingStrategy, StrategyEnv, StrategySpec } from "./strategy.js";
 
 /** @internal What built-in strategies need beyond {@link StrategyEnv}. */
 export interface BuiltInEnv extends StrategyEnv, PrefixAwareEnv {
   readonly xxhash: XXHashAPI;
   readonly longestPrefix: LongestPrefixConfig;
+  readonly precisePrefix: PrecisePrefixConfig; // precise-prefix registration (to move onto the strategy registry at merge)
+  readonly logger?: Logger; // precise-prefix registration (to move onto the strategy registry at merge)
 }
 
 const BUILT_IN: Readonly<Record<Strategy, (env: BuiltInEnv) => RoutingStrategy>> = {
@@ -24,6 +29,7 @@ const BUILT_IN: Readonly<Record<Strategy, (env: BuiltInEnv) => RoutingStrategy>>
   "least-outstanding": () => leastOutstanding(),
   "prefix-aware": (env) => new PrefixAware(env) as RoutingStrategy,
   "longest-prefix": (env) => new LongestPrefix(env.xxhash, env.seed, env.mode, env.longestPrefix, env.clock, env) as RoutingStrategy,
+  "precise-prefix": (env) => new PrecisePrefix(env) as RoutingStrategy, // precise-prefix registration (to move onto the strategy registry at merge)
 };
 
 /** The built-in strategies, in the order the benchmark lists them. */
@@ -37,7 +43,7 @@ export function checkStrategySpec<T extends TargetSpec>(spec: unknown, name = "s
   if (spec === undefined) return DEFAULT_STRATEGY;
   if (typeof spec === "function") return spec as StrategySpec<T>;
   if (spec !== null && typeof spec === "object") return checkStrategyObject(name, spec) as RoutingStrategy<T>;
-  return checkOneOf(name, spec, STRATEGIES);
+  return checkOneOf(name, spec, [...STRATEGIES, "precise-prefix"] as Strategy[]); // precise-prefix registration (to move onto the strategy registry at merge)
 }
 
 const OPTIONAL_METHODS = ["read", "rank", "commit", "setTargets", "stats"] as const;

@@ -145,6 +145,8 @@ export interface StrategyStats {
   prefixIndex?: PrefixIndexStats;
   /** Uncached prefill tokens in flight and their bounds (`prefix-aware` with `saturation: "tokens"`). */
   prefill?: PrefillStats;
+  /** The `precise-prefix` strategy's figures. */
+  precise?: import("./precise-prefix/strategy.js").PrecisePrefixStats; // precise-prefix registration (to move onto the strategy registry at merge)
 }
 
 /**

@@ -56,6 +56,7 @@ export const REASON_ATTR = {
   matchedBlocks: "prefix_router.reason.matched_blocks",
   longestMatchBlocks: "prefix_router.reason.longest_match_blocks",
   blocks: "prefix_router.reason.blocks",
+  matchedBy: "prefix_router.reason.matched_by", // precise-prefix registration (to move onto the strategy registry at merge)
 } as const satisfies Record<keyof DecisionReason, string>;
 
 /** Bucket boundaries the GenAI conventions advise. */

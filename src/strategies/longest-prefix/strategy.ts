@@ -45,7 +45,7 @@ import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRa
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
 import { type BlockChain, ChainHasher, type XXHashAPI } from "./chain.js";
 import type { LongestPrefixConfig } from "./options.js";
-import { ChainRanking } from "./ranking.js";
+import { ChainRanking, type MatchSource } from "./ranking.js";
 
 type Ctx = PickContext<{ id: string }>;
 
@@ -71,13 +71,18 @@ interface LongestPrefixPick extends StrategyPick {
 class Slot implements MissRun {
   misses = 0;
   /** The target's characters (or bytes) per token, learned from its responses. */
-  readonly ratio = new TokenRatio();
+  readonly ratio: TokenRatio;
   /**
    * Uncached blocks of the requests routed here that have not yet produced their first byte: the
    * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
    */
   pending = 0;
-  constructor(readonly blocks: TargetBlocks) {}
+  constructor(
+    readonly blocks: TargetBlocks,
+    ratio?: TokenRatio,
+  ) {
+    this.ratio = ratio ?? new TokenRatio();
+  }
 }
 
 /**
@@ -132,7 +137,8 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
   private readonly hasher: ChainHasher;
   private readonly ranking = new ChainRanking();
   private slots: Slot[] = [];
-  private indexes: TargetBlocks[] = [];
+  /** What the ranking reads per target: its own index here; `precise-prefix` puts the engines' events first. */
+  protected indexes: readonly MatchSource[] = [];
   private readonly byId = new Map<string, Slot>();
 
   constructor(
@@ -150,7 +156,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   /** Aligns the per-target state with a new target list; ids that left lose their index. */
   setTargets(targets: readonly { readonly id: string }[]): void {
-    this.slots = alignById(this.byId, targets, (id) => new Slot(new TargetBlocks(id, this.settings)));
+    this.slots = alignById(this.byId, targets, (id) => new Slot(new TargetBlocks(id, this.settings), this.newRatio()));
     this.indexes = this.slots.map((s) => s.blocks);
     this.shares.setTargets(targets);
   }
@@ -227,7 +233,12 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     return this.hasher;
   }
 
-  private rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
+  /** A target's tokens-per-unit ratio: learned characters per token here, exact tokens in `precise-prefix`. */
+  protected newRatio(): TokenRatio {
+    return new TokenRatio();
+  }
+
+  protected rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
     return this.ranking.reset(ctx, chain, this.indexes, ttlNow(this.settings));
   }
 }

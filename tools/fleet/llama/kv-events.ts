@@ -100,7 +100,7 @@ export class SlotBlockEvents {
       } else this.holders.set(h, n);
     }
     // Deepest first, as an engine evicts a chain from its end.
-    if (removed.length > 0) events.push({ type: "BlockRemoved", blockHashes: removed.reverse(), medium: "CPU" });
+    if (removed.length > 0) events.push({ type: "BlockRemoved", blockHashes: removed.reverse(), medium: "GPU" });
     const hashes = s.hashes.slice(0, kept);
     let firstNew = -1;
     for (let b = kept; b < full; b++) {
@@ -119,7 +119,7 @@ export class SlotBlockEvents {
         tokenIds: tokens.slice(firstNew * bs, full * bs),
         blockSize: bs,
         loraName: undefined,
-        medium: "CPU",
+        medium: "GPU",
       });
     }
     s.tokens = tokens.slice(0, full * bs);

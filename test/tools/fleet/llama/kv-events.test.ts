@@ -36,7 +36,7 @@ describe("SlotBlockEvents", () => {
     // Growing inside the partial block changes nothing; completing it stores one block.
     expect(ev.update(0, range(0, 47))).toEqual([]);
     const more = ev.update(0, range(0, 48));
-    expect(more).toEqual([{ type: "BlockStored", blockHashes: [expect.any(BigInt)], parentBlockHash: stored.blockHashes[1], tokenIds: range(32, 16), blockSize: 16, loraName: undefined, medium: "CPU" }]);
+    expect(more).toEqual([{ type: "BlockStored", blockHashes: [expect.any(BigInt)], parentBlockHash: stored.blockHashes[1], tokenIds: range(32, 16), blockSize: 16, loraName: undefined, medium: "GPU" }]);
   });
 
   it("a slot taken over by another prompt removes its old blocks; a block two slots hold stays until both drop it", () => {
@@ -106,8 +106,8 @@ describe("toVllmEvents", () => {
     const [stored] = ev.update(0, range(0, 16));
     const [removed] = ev.update(0, []);
     expect(toVllmEvents([stored!, removed!, { type: "AllBlocksCleared" }])).toEqual([
-      { type: "BlockStored", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], parent_block_hash: null, token_ids: range(0, 16), block_size: 16, lora_id: null, medium: "CPU", lora_name: null },
-      { type: "BlockRemoved", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], medium: "CPU" },
+      { type: "BlockStored", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], parent_block_hash: null, token_ids: range(0, 16), block_size: 16, lora_id: null, medium: "GPU", lora_name: null },
+      { type: "BlockRemoved", block_hashes: [engineBlockHash(undefined, range(0, 16), 0, 16)], medium: "GPU" },
       { type: "AllBlocksCleared" },
     ]);
   });
