@@ -89,21 +89,22 @@ export class BlockHasher {
   }
 
   /**
-   * Hashes the full blocks of `tokens[from..to)` chained after `parent` ([hi, lo]) into
-   * `out[2·at..)`: `(to − from) / blockSize` blocks, rounded down.
-   * @returns the number of blocks written
+   * Hashes blocks `from..to` of `tokens` (block i: `tokens[i·blockSize..(i + 1)·blockSize)`),
+   * chained after `parent` (`[hi, lo]`: the key of block `from − 1`, or a root), into
+   * `out[2·from..2·to)`.
+   * @returns the number of blocks written, `to − from` (0 when `to ≤ from`)
    */
-  chain(parentHi: number, parentLo: number, tokens: ArrayLike<number>, from: number, to: number, out: Uint32Array, at: number): number {
+  chain(parent: ArrayLike<number>, tokens: ArrayLike<number>, from: number, to: number, out: Uint32Array): number {
     const B = this.blockSize;
     const words = this.words;
     const bytes = this.bytes;
     const wordsView = LITTLE_ENDIAN ? words : undefined;
     const len = 4 * (B + 2);
     const pair = this.pair;
-    let hi = parentHi;
-    let lo = parentLo;
+    let hi = parent[0] as number;
+    let lo = parent[1] as number;
     let k = 0;
-    for (let t = from; t + B <= to; t += B, k++) {
+    for (let t = from * B, end = to * B; t + B <= end; t += B, k++) {
       words[0] = lo;
       words[1] = hi;
       for (let j = 0; j < B; j++) words[j + 2] = tokens[t + j] as number;
@@ -111,8 +112,8 @@ export class BlockHasher {
       xxh32x2(bytes, wordsView, 0, len, SEED_HI, SEED_LO, pair);
       hi = pair[0] as number;
       lo = pair[1] as number;
-      out[2 * (at + k)] = hi;
-      out[2 * (at + k) + 1] = lo;
+      out[2 * (from + k)] = hi;
+      out[2 * (from + k) + 1] = lo;
     }
     return k;
   }

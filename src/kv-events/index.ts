@@ -56,6 +56,23 @@ export interface KvBlockIndexOptions {
   readonly pendingCapacity: number;
 }
 
+/**
+ * What {@link KvBlockIndex.runs} reads and writes. A caller on the decision path keeps one and
+ * refills its fields for each query (no allocation).
+ */
+export interface RunsQuery {
+  /** Engine slots, one per candidate `k` (−1: an engine the index never saw, whose run is 0). */
+  engines: ArrayLike<number>;
+  /** Pending decisions count while unexpired at `now` (NaN: they do not count). */
+  now: number;
+  /** Out: `out[k]`, the run of `engines[k]`, pending decisions included. */
+  out: Int32Array;
+  /** `held[k]`: blocks engine `k` is known to hold (a run seen at an unchanged generation), not probed again. */
+  held: Int32Array | undefined;
+  /** Out: `eventRuns[k]`, the run from the events alone (pending decisions not counted). */
+  eventRuns: Int32Array | undefined;
+}
+
 /** The engine-hash key's halves from an engine block hash (a bigint, its low 64 bits). */
 function halves(h: bigint): [number, number] {
   return [Number((h >> 32n) & 0xffffffffn), Number(h & 0xffffffffn)];
@@ -145,24 +162,21 @@ export class KvBlockIndex implements KvEventSink {
       this.counts.skipped++;
       return;
     }
-    let parentHi: number;
-    let parentLo: number;
+    let parent: ArrayLike<number>;
     if (event.parentBlockHash === undefined) {
-      [parentHi, parentLo] = this.hasher.root({ model: this.options.model, lora: event.loraName, cacheSalt: event.cacheSalt });
+      parent = this.hasher.root({ model: this.options.model, lora: event.loraName, cacheSalt: event.cacheSalt });
     } else {
       const [hh, hl] = halves(event.parentBlockHash);
-      const parent = this.scratch.parent;
-      if (!this.table.keyOf(e, hh, hl, parent)) {
+      parent = this.scratch.parent;
+      if (!this.table.keyOf(e, hh, hl, this.scratch.parent)) {
         this.counts.unknownParents++;
         return;
       }
-      parentHi = parent[0] as number;
-      parentLo = parent[1] as number;
     }
     const n = Math.min(k, Math.floor(event.tokenIds.length / B));
     if (this.scratch.hashes.length < 2 * n) this.scratch.hashes = new Uint32Array(pow2(2 * n));
     const hashes = this.scratch.hashes;
-    this.hasher.chain(parentHi, parentLo, event.tokenIds, 0, n * B, hashes, 0);
+    this.hasher.chain(parent, event.tokenIds, 0, n, hashes);
     for (let j = 0; j < n; j++) {
       const [eh, el] = halves(event.blockHashes[j] as bigint);
       const hi = hashes[2 * j] as number;
@@ -196,17 +210,17 @@ export class KvBlockIndex implements KvEventSink {
   hashTokens(tokens: ArrayLike<number>, keys: BlockExtraKeys, length = tokens.length): TokenBlocks {
     const n = Math.floor(length / this.options.blockSize);
     const hashes = new Uint32Array(2 * n);
-    const [hi, lo] = this.hasher.root(keys);
-    this.hasher.chain(hi, lo, tokens, 0, n * this.options.blockSize, hashes, 0);
+    this.hasher.chain(this.hasher.root(keys), tokens, 0, n, hashes);
     return { hashes, n };
   }
 
   /**
-   * Leading blocks of `chain` each engine holds or was just sent (pending, unexpired at `now`):
-   * `out[k]` for engine slot `engines[k]` (−1: an engine the index never saw, 0). One table probe
-   * per block serves every engine; pending entries are probed only where a bit is missing.
+   * Leading blocks of `chain` each engine of `q.engines` holds or was just sent (pending,
+   * unexpired at `q.now`), into `q.out` (see {@link RunsQuery}). One table probe per block serves
+   * every engine; pending entries are probed only where a bit is missing.
    */
-  runs(chain: TokenBlocks, engines: ArrayLike<number>, now: number, out: Int32Array, held?: Int32Array, eventRuns?: Int32Array): void {
+  runs(chain: TokenBlocks, q: RunsQuery): void {
+    const { engines, now, out, held, eventRuns } = q;
     const E = engines.length;
     // The engines still running, compacted as they stop: once only the holders are left, a block costs one probe and their bits.
     if (this.active.length < E) this.active = new Int32Array(2 * E);
@@ -260,7 +274,7 @@ export class KvBlockIndex implements KvEventSink {
   /** Leading blocks of `chain` engine slot `e` holds (or was just sent, when `now` is given). */
   heldRun(chain: TokenBlocks, e: number, now = Number.NaN): number {
     const out = new Int32Array(1);
-    this.runs(chain, [e], now, out); // now NaN: pending decisions do not count
+    this.runs(chain, { engines: [e], now, out, held: undefined, eventRuns: undefined }); // now NaN: pending decisions do not count
     return out[0] as number;
   }
 

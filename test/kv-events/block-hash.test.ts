@@ -31,7 +31,7 @@ function chain(tokens: number[], B: number, keys: { model?: string; lora?: strin
   const h = new BlockHasher(B);
   const [hi, lo] = h.root({ model: keys.model, lora: keys.lora, cacheSalt: keys.cacheSalt });
   const out = new Uint32Array(2 * Math.floor(tokens.length / B));
-  h.chain(hi, lo, tokens, 0, tokens.length - (tokens.length % B), out, 0);
+  h.chain([hi, lo], tokens, 0, Math.floor(tokens.length / B), out);
   return Array.from(out);
 }
 

@@ -27,7 +27,7 @@ import { silentLogger } from "../../logger.js";
 import type { RoutingMode } from "../../routing/routing-input.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { TokenRatio, type ClosedLoopEnv } from "../../router/closed-loop.js";
-import { KvBlockIndex, type KvIndexStats } from "../../kv-events/index.js";
+import { KvBlockIndex, type KvIndexStats, type RunsQuery } from "../../kv-events/index.js";
 import type { TokenBlocks } from "../../kv-events/block-hash.js";
 import { EndpointBackend, type PromptTokenizer, type PromptTokens, type TokenizerStats, checkAgainstEngine, loadTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -158,6 +158,8 @@ export class PrecisePrefix extends LongestPrefix {
   /** Chain hashes by (extra keys, prompt prefix up to a segment's end): see {@link PrecisePrefix.chainOf}. */
   private readonly chainCache = new Map<string, { hashes: Uint32Array; blocks: number; memo: RunMemo }>();
   private held = new Int32Array(16);
+  /** The index query of each decision, refilled in place. */
+  private readonly query: RunsQuery = { engines: this.candSlots, now: 0, out: this.candRuns, held: undefined, eventRuns: undefined };
 
   constructor(env: PrecisePrefixEnv) {
     const p = env.precisePrefix;
@@ -259,7 +261,8 @@ export class PrecisePrefix extends LongestPrefix {
     const model = this.precise.model;
     const lora = request.model !== undefined && model !== undefined && request.model !== model ? request.model : undefined;
     const cacheSalt = typeof body?.cache_salt === "string" ? body.cache_salt : undefined;
-    const [rootHi, rootLo] = this.index.hasher.root({ model, lora, cacheSalt });
+    const root = this.index.hasher.root({ model, lora, cacheSalt });
+    const [rootHi, rootLo] = root;
     const n = Math.floor(t.tokens.length / B);
     const hashes = new Uint32Array(2 * n);
     const S = t.tokenEnds.length;
@@ -275,9 +278,7 @@ export class PrecisePrefix extends LongestPrefix {
       break;
     }
     const memo: RunMemo = { runs: new Int32Array(0), gens: new Int32Array(0) };
-    const parentHi = start === 0 ? rootHi : (hashes[2 * start - 2] as number);
-    const parentLo = start === 0 ? rootLo : (hashes[2 * start - 1] as number);
-    this.index.hasher.chain(parentHi, parentLo, t.tokens, start * B, n * B, hashes, start);
+    this.index.hasher.chain(start === 0 ? root : hashes.subarray(2 * start - 2, 2 * start), t.tokens, start, n, hashes);
     for (let k = Math.max(0, S - 3); k < S; k++) {
       const key = at(k);
       this.chainCache.delete(key);
@@ -326,7 +327,13 @@ export class PrecisePrefix extends LongestPrefix {
       const known = hint !== undefined && e >= 0 && e < hint.memo.runs.length && hint.memo.gens[e] === this.index.generation(e);
       held[j] = known ? Math.min(hint.memo.runs[e] as number, hint.blocks) : 0;
     }
-    this.index.runs(chain, this.candSlots.subarray(0, T), ctx.now, this.candRuns, held, eventRuns);
+    const q = this.query;
+    q.engines = this.candSlots.subarray(0, T);
+    q.now = ctx.now;
+    q.out = this.candRuns;
+    q.held = held;
+    q.eventRuns = eventRuns;
+    this.index.runs(chain, q);
     const memo = chain.memo;
     if (memo.runs.length < this.engineSlots.length || memo.runs.length <= Math.max(...this.engineSlots)) {
       const size = Math.max(...this.engineSlots) + 1;
