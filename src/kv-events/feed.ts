@@ -29,59 +29,17 @@
  * `maxReplayBatches` replies, each within `replayTimeoutMs`, and applies them as they come.
  * `inSync()` is false until the first message after a join or a clear is applied, and while a
  * replay runs: a strategy routes approximately for that engine meanwhile.
+ *
+ * The options and their checks are in `feed-options.ts`, the replay round trip in `replay.ts`.
  */
-import { RouterError, isRouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
-import { UNREF_TIMERS, type Timers } from "../internal/timers.js";
-import { checkInteger, describe, orDefault } from "../internal/validate.js";
-import { log, checkLogger, type Logger } from "../logger.js";
-import type { KvEventBatch, KvEventSink } from "./events.js";
-import { KvWireDecoder, seqFrame, type KvWireLimits } from "./wire.js";
+import { log } from "../logger.js";
+import type { KvEventBatch } from "./events.js";
+import { type FeedConfig, checkOptions, type KvEventFeedOptions } from "./feed-options.js";
+import { KvReplayClient } from "./replay.js";
+import { KvWireDecoder } from "./wire.js";
 
-/** Longest wait for each replay reply, in ms. */
-export const DEFAULT_KV_REPLAY_TIMEOUT_MS = 2000;
-/** Most replies one replay reads (vLLM's default `buffer_steps`). */
-export const DEFAULT_KV_MAX_REPLAY_BATCHES = 10_000;
-/** Shortest time between the starts of two replays of one feed, in ms. */
-export const DEFAULT_KV_MIN_REPLAY_INTERVAL_MS = 1000;
-/** Messages the SUB socket queues while the feed is busy (ZeroMQ drops beyond, seen as a gap). */
-export const DEFAULT_KV_RECEIVE_HIGH_WATER_MARK = 10_000;
-
-/** Options of {@link KvEventFeed.open}: one engine's publisher. */
-export interface KvEventFeedOptions {
-  /** The target id this feed reports for; the sink receives it with every call. */
-  readonly engine: string;
-  /**
-   * The engine's publisher as a subscriber connects to it: `"tcp://10.0.0.7:5557"` (the host and
-   * port of vLLM's `--kv-events-config` `endpoint`, whose `*` means "bind everywhere"), or
-   * `ipc://…`. The data-parallel rank's offset is added here.
-   */
-  readonly endpoint: string;
-  /** The engine's replay ROUTER (`replay_endpoint`), same form; without it every gap clears. */
-  readonly replayEndpoint?: string;
-  /** The engine's data-parallel rank: adds it to both ports (`ipc://` gets `_dp<rank>`), as vLLM binds them. @default 0 */
-  readonly dataParallelRank?: number;
-  /** Topic prefix to subscribe to (vLLM's `topic`; `""` takes everything). @default "" */
-  readonly topic?: string;
-  /** Where batches and clears go. */
-  readonly sink: KvEventSink;
-  /** Longest wait for each replay reply, in ms. @default 2000 */
-  readonly replayTimeoutMs?: number;
-  /** Most replies one replay reads before it is abandoned (and the sink cleared). @default 10000 */
-  readonly maxReplayBatches?: number;
-  /** Shortest time between the starts of two replays; a gap sooner clears instead. @default 1000 */
-  readonly minReplayIntervalMs?: number;
-  /** The SUB socket's receive high-water mark, in messages. @default 10000 */
-  readonly receiveHighWaterMark?: number;
-  /** Decoder bounds over {@link DEFAULT_KV_WIRE_LIMITS}. */
-  readonly limits?: Partial<KvWireLimits>;
-  /** Wall clock in ms since the epoch (lag = now − the batch's `ts`). @default Date */
-  readonly clock?: { now(): number };
-  /** Timers for the replay timeout. @default unref'd Node timers */
-  readonly timers?: Timers;
-  /** Where problems are reported. @default silent */
-  readonly logger?: Logger;
-}
+export { DEFAULT_KV_MAX_REPLAY_BATCHES, DEFAULT_KV_MIN_REPLAY_INTERVAL_MS, DEFAULT_KV_RECEIVE_HIGH_WATER_MARK, DEFAULT_KV_REPLAY_TIMEOUT_MS, type KvEventFeedOptions, kvEndpoint } from "./feed-options.js";
 
 /** What a feed has done; counters since it opened. */
 export interface KvEventFeedStats {
@@ -121,80 +79,7 @@ export interface KvEventFeedStats {
   readonly sinkErrors: number;
 }
 
-type ZmqModule = typeof import("zeromq");
-
-interface Config {
-  engine: string;
-  endpoint: string;
-  replayEndpoint: string | undefined;
-  topic: string;
-  sink: KvEventSink;
-  replayTimeoutMs: number;
-  maxReplayBatches: number;
-  minReplayIntervalMs: number;
-  receiveHighWaterMark: number;
-  clock: { now(): number };
-  timers: Timers;
-  logger: Logger;
-}
-
-/**
- * The endpoint of data-parallel rank `rank`, as vLLM's `offset_endpoint_port` computes it:
- * `tcp://host:port` → `tcp://host:(port + rank)`, `ipc://path` → `ipc://path_dp<rank>`.
- * @throws TypeError / RangeError for an endpoint a subscriber cannot connect to
- */
-export function kvEndpoint(name: string, endpoint: unknown, rank: number): string {
-  if (typeof endpoint !== "string") throw new TypeError(`Expected \`${name}\` to be a string like "tcp://host:5557", got ${describe(endpoint)}`);
-  if (endpoint.startsWith("ipc://") || endpoint.startsWith("inproc://")) {
-    return rank === 0 ? endpoint : `${endpoint}_dp${rank}`;
-  }
-  const m = /^tcp:\/\/(.+):(\d{1,5})$/.exec(endpoint);
-  if (m === null) throw new RangeError(`Expected \`${name}\` to be "tcp://host:port" or "ipc://path", got ${JSON.stringify(endpoint)}`);
-  const host = m[1]!;
-  if (host === "*" || host === "0.0.0.0" || host === "::" || host === "[::]") {
-    throw new RangeError(`Expected \`${name}\` to name the engine's host (the engine binds "${host}"; a subscriber connects to its address), got ${JSON.stringify(endpoint)}`);
-  }
-  const port = Number(m[2]) + rank;
-  if (Number(m[2]) < 1 || port > 65_535) throw new RangeError(`Expected \`${name}\`'s port plus the data-parallel rank to be from 1 to 65535, got ${port}`);
-  return `tcp://${host}:${port}`;
-}
-
-function checkOptions(o: KvEventFeedOptions): Config {
-  if (o === null || typeof o !== "object") throw new TypeError(`Expected the feed options to be an object, got ${describe(o)}`);
-  if (typeof o.engine !== "string" || o.engine.length === 0) throw new TypeError(`Expected \`engine\` to be a non-empty string, got ${describe(o.engine)}`);
-  const rank = checkInteger("dataParallelRank", orDefault(o.dataParallelRank, 0), 0, 65_535);
-  const sink = o.sink as KvEventSink | null | undefined;
-  if (sink === null || typeof sink !== "object" || typeof sink.apply !== "function" || typeof sink.clear !== "function") {
-    throw new TypeError(`Expected \`sink\` to be an object with apply and clear methods, got ${describe(sink)}`);
-  }
-  const topic = orDefault(o.topic, "");
-  if (typeof topic !== "string") throw new TypeError(`Expected \`topic\` to be a string, got ${describe(topic)}`);
-  const clock = orDefault<{ now(): number } | null>(o.clock, Date);
-  if (clock === null || typeof clock !== "object" && typeof clock !== "function" || typeof clock.now !== "function") {
-    throw new TypeError(`Expected \`clock\` to be an object with a now() method, got ${describe(clock)}`);
-  }
-  const timers = orDefault<Timers | null>(o.timers, UNREF_TIMERS);
-  if (timers === null || typeof timers !== "object" || typeof timers.setTimeout !== "function" || typeof timers.clearTimeout !== "function") {
-    throw new TypeError(`Expected \`timers\` to be an object with setTimeout and clearTimeout methods, got ${describe(timers)}`);
-  }
-  return {
-    engine: o.engine,
-    endpoint: kvEndpoint("endpoint", o.endpoint, rank),
-    replayEndpoint: o.replayEndpoint === undefined ? undefined : kvEndpoint("replayEndpoint", o.replayEndpoint, rank),
-    topic,
-    sink,
-    replayTimeoutMs: checkInteger("replayTimeoutMs", orDefault(o.replayTimeoutMs, DEFAULT_KV_REPLAY_TIMEOUT_MS), 1, 600_000),
-    maxReplayBatches: checkInteger("maxReplayBatches", orDefault(o.maxReplayBatches, DEFAULT_KV_MAX_REPLAY_BATCHES), 1, 10_000_000),
-    minReplayIntervalMs: checkInteger("minReplayIntervalMs", orDefault(o.minReplayIntervalMs, DEFAULT_KV_MIN_REPLAY_INTERVAL_MS), 0, 3_600_000),
-    receiveHighWaterMark: checkInteger("receiveHighWaterMark", orDefault(o.receiveHighWaterMark, DEFAULT_KV_RECEIVE_HIGH_WATER_MARK), 1, 10_000_000),
-    clock,
-    timers,
-    logger: checkLogger(o.logger),
-  };
-}
-
 const RATE_WINDOW_S = 10;
-const EMPTY = new Uint8Array(0);
 
 /**
  * One engine's KV-event feed; see the file header for its rules.
@@ -213,7 +98,7 @@ const EMPTY = new Uint8Array(0);
 export class KvEventFeed {
   /** The target id this feed reports for. */
   readonly engine: string;
-  private readonly cfg: Config;
+  private readonly cfg: FeedConfig;
   private joined = false;
   private synced = false;
   private replaying = false;
@@ -238,16 +123,17 @@ export class KvEventFeed {
     sinkErrors: 0,
   };
   private readonly loop: Promise<void>;
-  private dealer: import("zeromq").Dealer | undefined;
+  private readonly replayClient: KvReplayClient;
 
   private constructor(
-    cfg: Config,
-    private readonly zmq: ZmqModule,
+    cfg: FeedConfig,
+    zmq: typeof import("zeromq"),
     private readonly wire: KvWireDecoder,
     private readonly sub: import("zeromq").Subscriber,
   ) {
     this.cfg = cfg;
     this.engine = cfg.engine;
+    this.replayClient = new KvReplayClient(zmq, wire, cfg, this.counts);
     sub.events.on("disconnect", () => {
       // The next message is a join: the publisher on the other side may be a new one.
       this.joined = false;
@@ -306,7 +192,7 @@ export class KvEventFeed {
     if (this.closed) return;
     this.closed = true;
     this.sub.close();
-    this.dealer?.close();
+    this.replayClient.close();
     await this.loop;
   }
 
@@ -391,7 +277,7 @@ export class KvEventFeed {
     this.counts.replays++;
     this.replaying = true;
     try {
-      const ok = await this.replay(from, (seq, batch) => {
+      const ok = await this.replayClient.replay(from, (seq, batch) => {
         if (seq < expected || seq >= until) return;
         if (seq > expected) lose(seq);
         this.apply(batch);
@@ -405,50 +291,6 @@ export class KvEventFeed {
     }
   }
 
-  /** One replay round trip; `false` when it failed (the caller clears what is missing). */
-  private async replay(from: bigint, onBatch: (seq: bigint, batch: KvEventBatch) => void): Promise<boolean> {
-    const dealer = new this.zmq.Dealer({ linger: 0, receiveHighWaterMark: Math.min(this.cfg.maxReplayBatches + 1, 100_000) });
-    this.dealer = dealer;
-    let timer: unknown;
-    let timedOut = false;
-    const arm = () => {
-      if (timer !== undefined) this.cfg.timers.clearTimeout(timer);
-      timer = this.cfg.timers.setTimeout(() => {
-        timedOut = true;
-        dealer.close();
-      }, this.cfg.replayTimeoutMs);
-    };
-    try {
-      arm();
-      dealer.connect(this.cfg.replayEndpoint!);
-      await dealer.send([EMPTY, seqFrame(from)]);
-      for (let replies = 0; ; replies++) {
-        if (replies > this.cfg.maxReplayBatches) {
-          log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: replay sent more than ${this.cfg.maxReplayBatches} batches, abandoned`, { engine: this.engine });
-          return false;
-        }
-        const frames = await dealer.receive();
-        arm();
-        const reply = this.wire.decodeReplayReply(frames);
-        if (reply.end) return true;
-        this.counts.skippedEvents += reply.skippedEvents;
-        onBatch(reply.seq, reply.batch);
-      }
-    } catch (error) {
-      if (isRouterError(error) && (error as RouterError).code === "ERR_KV_EVENT_DECODE") this.counts.decodeErrors++;
-      if (!this.closed) {
-        const why = timedOut ? `no reply within ${this.cfg.replayTimeoutMs} ms` : error instanceof Error ? error.message : String(error);
-        log(this.cfg.logger, "warn", `KV-event feed of ${this.engine}: replay from ${from} failed (${why}); the engine's blocks are forgotten until it publishes again`, {
-          engine: this.engine,
-        });
-      }
-      return false;
-    } finally {
-      if (timer !== undefined) this.cfg.timers.clearTimeout(timer);
-      dealer.close();
-      if (this.dealer === dealer) this.dealer = undefined;
-    }
-  }
 
   private clear(): void {
     this.synced = false;
