@@ -28,7 +28,6 @@ import type { RoutingMode } from "../../routing/routing-input.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { TokenRatio, type ClosedLoopEnv } from "../../router/closed-loop.js";
 import { KvBlockIndex, type KvIndexStats, type RunsQuery } from "../../kv-events/index.js";
-import type { TokenBlocks } from "../../kv-events/block-hash.js";
 import { EndpointBackend, type PromptTokenizer, type PromptTokens, type TokenizerStats, checkAgainstEngine, loadTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import type { BlockChain, XXHashAPI } from "../longest-prefix/chain.js";
@@ -36,12 +35,12 @@ import type { LongestPrefixConfig } from "../longest-prefix/options.js";
 import type { MatchSource } from "../longest-prefix/ranking.js";
 import { LongestPrefix } from "../longest-prefix/strategy.js";
 import type { ChainRanking } from "../longest-prefix/ranking.js";
+import { type PreciseChain, TokenChains, isPrecise } from "./chain.js";
 import type { KvFeedLike, PrecisePrefixConfig } from "./options.js";
 
-type Ctx = PickContext<{ id: string }>;
+export type { PreciseChain } from "./chain.js";
 
-/** Entries of the chain-hash cache (three per request read: its last known segment boundaries). */
-const CHAIN_CACHE_ENTRIES = 3 * 2048;
+type Ctx = PickContext<{ id: string }>;
 
 /** Where the strategy stands with its tokenizer. */
 export type PreciseState =
@@ -98,30 +97,6 @@ export interface PrecisePrefixEnv extends ClosedLoopEnv {
   readonly logger?: Logger | undefined;
 }
 
-/** A request's chain of token blocks, as `longest-prefix`'s ranking reads it, with the 64-bit keys. */
-export interface PreciseChain extends BlockChain, TokenBlocks {
-  /** The prompt's tokens known at the decision, and whether that is all of it. */
-  readonly known: number;
-  readonly complete: boolean;
-  /** What this chain's decisions learned of each engine's run (for the next turn), and what an earlier chain sharing its start learned. */
-  readonly memo: RunMemo;
-  readonly hint: { readonly memo: RunMemo; readonly blocks: number } | undefined;
-}
-
-/**
- * Engine runs seen for a chain, by engine slot, with the engine's index generation then: while
- * the generation is unchanged the engine lost no block, so the run still holds — the next turn
- * probes only past it.
- */
-interface RunMemo {
-  runs: Int32Array;
-  gens: Int32Array;
-}
-
-function isPrecise(chain: BlockChain | undefined): chain is PreciseChain {
-  return chain !== undefined && (chain as Partial<PreciseChain>).hashes !== undefined;
-}
-
 /** Exact token counts: the unit of a precise chain is the token. */
 class ExactTokens extends TokenRatio {
   override get value(): number {
@@ -155,8 +130,8 @@ export class PrecisePrefix extends LongestPrefix {
   private candSlots = new Int32Array(16);
   private candRuns = new Int32Array(16);
   private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0 };
-  /** Chain hashes by (extra keys, prompt prefix up to a segment's end): see {@link PrecisePrefix.chainOf}. */
-  private readonly chainCache = new Map<string, { hashes: Uint32Array; blocks: number; memo: RunMemo }>();
+  /** Requests' token chains, with the cache of earlier prompts'. */
+  private readonly tokenChains: TokenChains;
   private held = new Int32Array(16);
   /** The index query of each decision, refilled in place. */
   private readonly query: RunsQuery = { engines: this.candSlots, now: 0, out: this.candRuns, held: undefined, eventRuns: undefined };
@@ -169,6 +144,7 @@ export class PrecisePrefix extends LongestPrefix {
     this.logger = env.logger ?? silentLogger;
     this.approx = new LongestPrefix(env.xxhash, env.seed, env.mode, env.longestPrefix, env.clock, env);
     this.index = new KvBlockIndex({ blockSize: p.blockSize, capacityBlocks: p.capacityBlocks, model: p.model, pendingTtlMs: p.pendingTtlMs, pendingCapacity: p.pendingCapacity });
+    this.tokenChains = new TokenChains(this.index.hasher, p.blockSize, p.model);
     this.feed = typeof p.feed === "function" ? p.feed(this.index) : p.feed;
     this.ready = this.start(env.clock);
   }
@@ -253,47 +229,10 @@ export class PrecisePrefix extends LongestPrefix {
   /**
    * @internal The chain of known tokens (tests, benchmarks). Block hashes of a prefix this router
    * hashed before (the earlier turns of a conversation) are taken from a small cache keyed by the
-   * prompt's segments, so a follow-up turn hashes only its new blocks.
+   * prompt's segments, so a follow-up turn hashes only its new blocks (`chain.ts`).
    */
   chainOf(t: PromptTokens, request: StrategyRequest): PreciseChain {
-    const B = this.precise.blockSize;
-    const body = request.body as { cache_salt?: unknown } | undefined;
-    const model = this.precise.model;
-    const lora = request.model !== undefined && model !== undefined && request.model !== model ? request.model : undefined;
-    const cacheSalt = typeof body?.cache_salt === "string" ? body.cache_salt : undefined;
-    const root = this.index.hasher.root({ model, lora, cacheSalt });
-    const [rootHi, rootLo] = root;
-    const n = Math.floor(t.tokens.length / B);
-    const hashes = new Uint32Array(2 * n);
-    const S = t.tokenEnds.length;
-    const at = (k: number) => `${rootHi}.${rootLo}.${t.prefixKeys[2 * k]}.${t.prefixKeys[2 * k + 1]}`;
-    let start = 0;
-    let hint: PreciseChain["hint"];
-    for (let k = S - 1; k >= 0 && k >= S - 8; k--) {
-      const hit = this.chainCache.get(at(k));
-      if (hit === undefined) continue;
-      start = Math.min(hit.blocks, n);
-      hashes.set(hit.hashes.subarray(0, 2 * start));
-      hint = { memo: hit.memo, blocks: start };
-      break;
-    }
-    const memo: RunMemo = { runs: new Int32Array(0), gens: new Int32Array(0) };
-    this.index.hasher.chain(start === 0 ? root : hashes.subarray(2 * start - 2, 2 * start), t.tokens, start, n, hashes);
-    for (let k = Math.max(0, S - 3); k < S; k++) {
-      const key = at(k);
-      this.chainCache.delete(key);
-      this.chainCache.set(key, { hashes, blocks: Math.floor((t.tokenEnds[k] as number) / B), memo });
-    }
-    while (this.chainCache.size > CHAIN_CACHE_ENTRIES) this.chainCache.delete(this.chainCache.keys().next().value as string);
-    const keys = new Int32Array(n);
-    for (let i = 0; i < n; i++) keys[i] = (hashes[2 * i + 1] as number) | 0;
-    const prev = n === 0 ? 0 : (keys[n - 1] as number);
-    let tail = t.tailKey;
-    if (t.complete) {
-      tail = 0x811c9dc5;
-      for (let k = n * B; k < t.tokens.length; k++) tail = Math.imul(tail ^ (t.tokens[k] as number), 0x01000193);
-    }
-    return { keys, n, lastKey: Math.imul(prev ^ tail, 0x9e3779b1) ^ (t.tokens.length - n * B), length: t.tokens.length, blockBytes: B, hashes, known: t.tokens.length, complete: t.complete, memo, hint };
+    return this.tokenChains.of(t, request);
   }
 
   protected override rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
