@@ -5,7 +5,6 @@
  */
 import type { BlockHasher, TokenBlocks } from "../../kv-events/block-hash.js";
 import type { PromptTokens } from "../../kv-events/tokenizer.js";
-import type { StrategyRequest } from "../strategy.js";
 import type { BlockChain } from "../longest-prefix/chain.js";
 
 /** Entries of the chain-hash cache (three per request read: its last known segment boundaries). */
@@ -35,6 +34,12 @@ export function isPrecise(chain: BlockChain | undefined): chain is PreciseChain 
   return chain !== undefined && (chain as Partial<PreciseChain>).hashes !== undefined;
 }
 
+/** What a chain reads of the request (a `StrategyRequest`'s fields): its body's `cache_salt`, and its model (a LoRA when not the base one). */
+export interface ChainRequest {
+  readonly body: unknown;
+  readonly model: string | undefined;
+}
+
 /** The chains of requests' known tokens, with the cache of earlier prompts' (one per strategy). */
 export class TokenChains {
   /** Chain hashes by (extra keys, prompt prefix up to a segment's end). */
@@ -51,7 +56,7 @@ export class TokenChains {
    * The chain of `t`, the known tokens of `request`. Block hashes of a prefix hashed before (the
    * earlier turns of a conversation) are taken from the cache, keyed by the prompt's segments.
    */
-  of(t: PromptTokens, request: StrategyRequest): PreciseChain {
+  of(t: PromptTokens, request: ChainRequest): PreciseChain {
     const B = this.blockSize;
     const body = request.body as { cache_salt?: unknown } | undefined;
     const model = this.model;
