@@ -22,8 +22,12 @@ const shared: Options = {
   treeshake: true,
 };
 
-/** Scripts run as processes of their own: the CLI (`bin`) and a llama.cpp engine of `startLlamaFleet`, which finds it at dist/fleet/llama-engine.js. */
-const scripts = { cli: "tools/cli.ts", "fleet/llama-engine": "tools/fleet/llama/engine-process.ts" };
+/**
+ * Scripts run as processes of their own: the CLI (`bin`), a llama.cpp engine of `startLlamaFleet`
+ * (found at dist/fleet/llama-engine.js) and a router process of `bench --engine … --routers N`
+ * (dist/bench/router-process.js).
+ */
+const scripts = { cli: "tools/cli.ts", "fleet/llama-engine": "tools/fleet/llama/engine-process.ts", "bench/router-process": "tools/bench/engines/router-process.ts" };
 
 export default defineConfig([
   // The library, ESM, sharing chunks between its entries.

@@ -1,7 +1,7 @@
 /**
  * Random against prefix-aware routing in front of real llama.cpp engines (startLlamaFleet): the
  * workload of test/fleet/llama/real-engines.test.ts, with its size as options. P documents of
- * ≈ 1,100 characters (one token per byte), each asked R questions, in a shuffled order, one
+ * ≈ 1,100 characters (about 250 tokens of the tiny model's BPE), each asked R questions, in a shuffled order, one
  * request at a time, through routeOpenAI and the real openai client; each strategy gets
  * documents of its own, so one run's cache does not help the other. Prints the engine-reported
  * hit (Σ cached_tokens ÷ Σ prompt_tokens) and the client's TTFT. Needs node-llama-cpp.

@@ -1,8 +1,8 @@
 /**
  * What a real llama.cpp engine's prefix reuse is worth, measured on this machine: one engine of
  * one slot (startLlamaFleet), a prefix of P tokens and a suffix of S tokens (default 2,048 and
- * 128; one token per byte with the tiny model). Each trial sends a new prefix with a new suffix
- * (cold: only the 17 tokens of `<|begin_of_text|>` are reused), then the same prefix with another
+ * 128, in the tiny model's BPE tokens). Each trial sends a new prefix with a new suffix
+ * (cold: only the `<|begin_of_text|>` token is reused), then the same prefix with another
  * suffix (warm: the slot reuses the prefix and evaluates the suffix), then that prompt again
  * (repeat: all but one token reused).
  * Also times generating the model. Needs node-llama-cpp (npm run engines:llama).
@@ -16,6 +16,7 @@
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { startLlamaFleet } from "prefix-router/fleet";
+import { tinyLlamaTokenizer } from "../tools/fleet/llama/bpe.js";
 import { tinyLlamaGguf } from "../tools/fleet/llama/gguf.js";
 
 const { values } = parseArgs({ options: { trials: { type: "string" }, prefix: { type: "string" }, suffix: { type: "string" } } });
@@ -28,15 +29,17 @@ const median = (xs: number[]): number => {
   return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
 };
 
-/** `n` ASCII characters (n tokens) of text drawn from `seed`. */
+/** About `n` tokens (the tiny model's BPE) of lowercase words drawn from `seed`, starting with a space. */
 function text(seed: number, n: number): string {
   let out = "";
   let x = seed * 2654435761 + 1;
-  while (out.length < n) {
+  // Random letters take about 1.5 tokens a character, words of them a little less: 4 characters a token is plenty.
+  while (out.length < 4 * n) {
     x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    out += String.fromCharCode(97 + (x >>> 16) % 26) + ((x & 7) === 0 ? " " : "");
+    out += ((x & 7) === 0 ? " " : "") + String.fromCharCode(97 + ((x >>> 16) % 26));
   }
-  return out.slice(0, n);
+  const tok = tinyLlamaTokenizer();
+  return tok.decode(tok.encode(` ${out}`, false).slice(0, n));
 }
 
 const genMs: number[] = [];
@@ -51,8 +54,8 @@ const started = performance.now();
 const fleet = await startLlamaFleet({ instances: 1, slots: 1, contextSize: Math.max(2048, prefixTokens + suffixTokens + 64) });
 const startMs = performance.now() - started;
 const url = fleet.targets[0]!.baseURL;
-// The completions route prepends `<|begin_of_text|>` (17 bytes): the prefix text is shortened by as much.
-const BOS = 17;
+// The completions route prepends `<|begin_of_text|>` (one token): the prefix is shortened by as much.
+const BOS = 1;
 
 async function ttft(prompt: string): Promise<{ engine: number; client: number; cached: number; prompt: number }> {
   const t = performance.now();

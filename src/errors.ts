@@ -40,7 +40,15 @@ export type RouterErrorCode =
    */
   | "ERR_TARGET_GONE"
   /** A feature needs an optional peer dependency that is not installed (the message names it and its install command). */
-  | "ERR_MISSING_PEER";
+  | "ERR_MISSING_PEER"
+  /**
+   * An engine's KV-event message that cannot be read: wrong frame count or seq width, a payload
+   * that is not msgpack, a batch or event of the wrong shape, or one over the decoder's bounds.
+   * The feed counts it and never applies any of it.
+   */
+  | "ERR_KV_EVENT_DECODE"
+  /** `precise-prefix`: the tokenizer files or chat template could not be read or compiled (the message names the file and the cause). */
+  | "ERR_TOKENIZER";
 
 /** Maximum nesting depth `canonicalize` accepts; a deeper value is `ERR_TOO_DEEP`. */
 export const CANONICAL_MAX_DEPTH = 1024;

@@ -30,6 +30,7 @@ export function registryEnv<T extends TargetSpec>(config: Config<T>, parts: EnvP
     random: config.random,
     xxhash: parts.xxhash,
     settings: config.strategies,
+    logger: config.logger,
     closedLoop: config.closedLoop,
     routingPrefix: (request) => parts.keys.read(request),
     routingKey: (request) => env.routingPrefix(request)?.key,

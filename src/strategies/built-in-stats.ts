@@ -4,6 +4,7 @@
  */
 import type { LongestPrefixStats } from "./longest-prefix/stats.js";
 import type { PrefixAwareStats } from "./prefix-aware/stats.js";
+import type { PrecisePrefixStatsHolder } from "./precise-prefix/stats.js";
 
 /** What the built-in strategies report under `router.stats()`. */
-export interface BuiltInStrategyStats extends PrefixAwareStats, LongestPrefixStats {}
+export interface BuiltInStrategyStats extends PrefixAwareStats, LongestPrefixStats, PrecisePrefixStatsHolder {}

@@ -3,9 +3,10 @@
  * only: the vocabulary `types.ts` and the strategy interface compose without importing a strategy.
  */
 import type { LongestPrefixReason } from "./longest-prefix/reason.js";
+import type { PrecisePrefixReason } from "./precise-prefix/stats.js";
 
-/** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`. */
-export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix";
+/** Routing strategies. `longest-prefix`: see `docs/longest-prefix.md`; `precise-prefix`: `docs/precise.md`. */
+export type Strategy = "prefix-aware" | "least-outstanding" | "random" | "longest-prefix" | "precise-prefix";
 
 /** The fields the built-in strategies' picks add to a decision's reason (`DecisionReason`, `StrategyPick`). */
-export interface BuiltInReasonFields extends LongestPrefixReason {}
+export interface BuiltInReasonFields extends LongestPrefixReason, PrecisePrefixReason {}

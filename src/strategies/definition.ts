@@ -7,6 +7,7 @@
  * there and name no strategy.
  */
 import type { ClosedLoopEnv } from "../closed-loop/closed-loop.js";
+import type { Logger } from "../logger.js";
 import type { PrefixKey } from "../routing/prefix-key.js";
 import type { XXHashAPI } from "../routing/routing-key.js";
 import type { RoutingStrategy, StrategyEnv, StrategyRequest } from "./strategy.js";
@@ -17,6 +18,8 @@ export interface RegistryEnv extends StrategyEnv, ClosedLoopEnv {
   readonly xxhash: XXHashAPI;
   /** Every registered strategy's validated settings, by strategy name. */
   readonly settings: StrategySettings;
+  /** Where strategies report what they cannot do (a tokenizer that disagrees with its engine…). */
+  readonly logger: Logger;
   /** The request's routing key and the length it covers, or `undefined` without routing input. */
   routingPrefix(request: StrategyRequest): PrefixKey | undefined;
 }
@@ -51,6 +54,8 @@ export interface StrategyDefinition<C = unknown, K extends string = string> {
   readonly name: string;
   /** Its settings, if it has any. */
   readonly options?: StrategyOptionsDefinition<C, K>;
+  /** Other registered strategies whose settings it reads too (their keys are not "ignored" with it). */
+  readonly uses?: readonly string[];
   /** The keys its `stats()` reports, merged into `router.stats()`. */
   readonly stats?: Readonly<Record<string, StrategyStatsDefinition>>;
   /** The fields its picks add to a decision's reason (`Decision.reason`), in the order the header encodes them. */

@@ -15,12 +15,13 @@ import type { RegistryEnv, StrategyDefinition, StrategySettings } from "./defini
 import { LEAST_OUTSTANDING } from "./least-outstanding/index.js";
 import { LONGEST_PREFIX, type LongestPrefixRouterOptions } from "./longest-prefix/index.js";
 import { PREFIX_AWARE, type PrefixAwareRouterOptions } from "./prefix-aware/index.js";
+import { PRECISE_PREFIX, type PrecisePrefixRouterOptions } from "./precise-prefix/index.js";
 import { PrefixAware } from "./prefix-aware/strategy.js";
 import { RANDOM } from "./random/index.js";
 import type { RoutingStrategy, StrategyRanking, StrategySpec, StrategyStats } from "./strategy.js";
 
 /** The built-in strategies, one line each, in the order the benchmark lists them. */
-const BUILT_IN = [RANDOM, LEAST_OUTSTANDING, PREFIX_AWARE, LONGEST_PREFIX] as const;
+const BUILT_IN = [RANDOM, LEAST_OUTSTANDING, PREFIX_AWARE, LONGEST_PREFIX, PRECISE_PREFIX] as const;
 
 /** Each built-in's defaults under its option key, as `DEFAULTS` types them. */
 type DefaultsOf<D> = D extends StrategyDefinition<infer C, infer K> ? (string extends K ? {} : { readonly [P in K]: C }) : {};
@@ -28,7 +29,7 @@ type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: 
 export type BuiltInDefaults = Intersection<DefaultsOf<(typeof BUILT_IN)[number]>>;
 
 /** The built-in strategies' settings, each under its `RouterOptions` key (`RouterOptions` extends it). */
-export interface BuiltInStrategyOptions extends PrefixAwareRouterOptions, LongestPrefixRouterOptions {}
+export interface BuiltInStrategyOptions extends PrefixAwareRouterOptions, LongestPrefixRouterOptions, PrecisePrefixRouterOptions {}
 
 /** @internal A router's strategies by name: the built-ins, then what {@link registerStrategy} added. */
 const registry = new Map<string, StrategyDefinition<unknown>>();
@@ -75,8 +76,9 @@ export function resolveStrategySettings(options: object): StrategySettings {
 
 /** @internal The settings keys set in `options` that a strategy named `name` does not read. */
 export function ignoredSettings(options: object, name: string): string[] {
+  const reads = new Set([name, ...(registry.get(name)?.uses ?? [])]);
   return withOptions()
-    .filter((d) => (options as Record<string, unknown>)[d.options.key] !== undefined && d.name !== name)
+    .filter((d) => (options as Record<string, unknown>)[d.options.key] !== undefined && !reads.has(d.name))
     .map((d) => d.options.key);
 }
 

@@ -13,7 +13,8 @@ import type { Strategy } from "../common/strategy.js";
  * Every policy name the benchmark runs by default: prefix-router's strategies, their variants,
  * then the peer baselines (`peer:*`, see baselines.ts).
  */
-export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES, ...ROUTER_VARIANTS.map((p) => p.name), ...PEER_BASELINES.map((p) => p.name)];
+// `precise-prefix` runs when named (`--strategies …,precise-prefix`): it reads the fleet's KV events.
+export const BENCH_STRATEGIES: readonly string[] = [...STRATEGIES.filter((s) => s !== "precise-prefix"), ...ROUTER_VARIANTS.map((p) => p.name), ...PEER_BASELINES.map((p) => p.name)];
 
 /**
  * The policy named `name`: one of prefix-router's strategies or a peer baseline (`peer:*`).

@@ -266,7 +266,10 @@ export const SHORT_PROMPTS_DEFAULTS: Readonly<ShortPromptsParams> = {
  * The emulated engine `short-prompts` runs on by default: llama.cpp's slot cache (4 slots per
  * instance) and a CPU engine's costs, where prefill dominates. Per emulated token (4 characters),
  * about what 4 tokens cost the tiny llama.cpp model of docs/real-engines.md on one core (a
- * 2,176-token cold prefill in ≈ 370 ms), reuse counted token by token.
+ * 2,176-token cold prefill in ≈ 370 ms), reuse counted token by token. Calibrated when that
+ * model's tokenizer was byte-level (4 characters were 4 of its tokens; with its BPE they are
+ * about 0.75): a cost model of a CPU engine, kept as it was so the emulated results stay
+ * comparable.
  */
 export const SLOT_ENGINE: Readonly<Partial<EngineConfig>> = Object.freeze({
   slots: 4,

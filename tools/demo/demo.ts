@@ -30,7 +30,8 @@ import { importOptional } from "../common/optional.js";
 export type DemoStrategy = Strategy | StrategyVariant;
 
 /** Every demo configuration, in the order the demo runs them by default. */
-export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES, ...VARIANT_NAMES];
+// `precise-prefix` routes on the engines' KV events and a tokenizer: not part of the demo's fleet.
+export const DEMO_STRATEGIES: readonly DemoStrategy[] = [...STRATEGIES.filter((s) => s !== "precise-prefix"), ...VARIANT_NAMES];
 
 /** @internal The router options of a demo configuration. */
 export const demoRouterOptions: (name: DemoStrategy) => Pick<RouterOptions, "strategy" | "longestPrefix"> = strategyOptions;

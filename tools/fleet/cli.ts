@@ -44,6 +44,8 @@ Options:
 With --engine llama (needs node-llama-cpp: npm run engines:llama), also:
   --slots <n>               slots per engine, each with its own KV cache (default 4)
   --context-size <n>        tokens per slot (default 8192)
+  --kv-events-port <n>      publish each engine's KV-cache events in vLLM's format on a ZeroMQ
+                            PUB socket, engine i on port n + i (llama-server publishes none)
   (--instances, --port, --host, --model (one name), --default-max-tokens (default 16) and --seed
   apply; the options of the emulated engine and the faults do not)
 
@@ -80,6 +82,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
         slots: { type: "string" },
         cache: { type: "string" },
         "context-size": { type: "string" },
+        "kv-events-port": { type: "string" },
         ...FAULT_OPTIONS,
         help: { type: "boolean", short: "h" },
       },
@@ -94,6 +97,7 @@ export async function runFleetCommand(argv: readonly string[], io: CliIo): Promi
     if (engineName === "llama") return await runLlamaFleet(values, io);
     if (engineName !== "emulated") throw new Error(`--engine expects emulated or llama, got ${engineName}`);
     if (values["context-size"] !== undefined) throw new Error("--context-size applies to --engine llama only");
+    if (values["kv-events-port"] !== undefined) throw new Error("--kv-events-port applies to --engine llama only");
     const cache = values.cache ?? "paged";
     if (cache !== "paged" && cache !== "slots") throw new Error(`--cache expects paged or slots, got ${cache}`);
     if (cache === "paged" && values.slots !== undefined) throw new Error("--slots applies to --cache slots or --engine llama");
@@ -158,9 +162,11 @@ async function runLlamaFleet(values: Record<string, unknown>, io: CliIo): Promis
     host: (values.host as string | undefined) ?? "127.0.0.1",
     modelName: models?.[0],
     defaultMaxTokens: intOption(values, "default-max-tokens"),
+    ...(values["kv-events-port"] !== undefined && { kvEvents: { port: intOption(values, "kv-events-port") } }),
   });
-  for (const t of fleet.targets) io.out(`${t.id}\t${t.url}`);
+  for (const t of fleet.targets) io.out(`${t.id}\t${t.url}${t.kvEvents === undefined ? "" : `\tkv events ${t.kvEvents.endpoint}`}`);
   io.out(servedModels([models?.[0] ?? DEFAULT_LLAMA_MODEL]));
+  io.out(`tokenizer: ${fleet.tokenizerDir} (tokenizer.json, tokenizer_config.json)`);
   io.out(`OpenAI baseURL: <url>/v1   metrics: <url>/metrics   llama.cpp engines, pids ${fleet.targets.map((t) => t.pid).join(" ")}   (Ctrl-C stops)`);
   await io.untilStopped();
   await fleet.close();

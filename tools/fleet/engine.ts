@@ -36,6 +36,7 @@ import { decodeTokenMs, prefillChunkMs } from "./cost-model.js";
 import { FleetError } from "./errors.js";
 import { Histogram, TTFT_BUCKETS_SECONDS } from "./histogram.js";
 import { KvCache } from "./kv-cache.js";
+import type { WireEvent } from "./kv-events/publisher.js";
 import { type SlotView, chooseSlot } from "./llama/slots.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 
@@ -49,6 +50,12 @@ export interface EngineRequest {
   blockKeys: Float64Array;
   /** Tokens to generate (≥ 1). */
   outputTokens: number;
+  /** The prompt's token ids, when the engine publishes KV events (`BlockStored` carries them). */
+  tokenIds?: readonly number[];
+  /** The request's `cache_salt`, published in the first block's `extra_keys` as vLLM does. */
+  cacheSalt?: string;
+  /** The adapter's name when the request names a model other than the instance's base one. */
+  loraName?: string;
 }
 
 /** Timings and cache accounting of one finished request. Times are model ms. */
@@ -167,6 +174,12 @@ export interface EngineOptions {
   config?: Partial<EngineConfig>;
   /** Random source for `stepJitter`. @default createRandom(0) */
   random?: RandomSource;
+  /**
+   * Receives the paged cache's KV events, in vLLM's shapes, as they happen: `BlockStored` when
+   * blocks are cached (for requests that carry `tokenIds`), `BlockRemoved` when one is evicted,
+   * `AllBlocksCleared` on a restart. None in slot mode. @default none
+   */
+  kvEvents?: (event: WireEvent) => void;
 }
 
 /** One emulated instance; see the file header. */
@@ -174,6 +187,8 @@ export class Engine {
   readonly id: string;
   readonly config: EngineConfig;
   private readonly cache: KvCache;
+  /** The request whose blocks `cache.allocate` is taking (its tokens go into `BlockStored`). */
+  private allocating: EngineRequest | undefined;
   private readonly random: RandomSource;
   private readonly ttft = new Histogram(TTFT_BUCKETS_SECONDS);
   private pending: Seq[] = [];
@@ -197,6 +212,30 @@ export class Engine {
     this.id = options.id;
     this.config = resolveEngineConfig(options.config);
     this.cache = new KvCache(this.config.slots > 0 ? 1 : this.config.numGpuBlocks, this.config.blockSizeTokens);
+    const emit = options.kvEvents;
+    if (emit !== undefined && this.config.slots === 0) {
+      const bs = this.config.blockSizeTokens;
+      this.cache.observer = {
+        stored: (keys, from, to) => {
+          const req = this.allocating;
+          if (req?.tokenIds === undefined || req.tokenIds.length < to * bs) return;
+          const salt = req.cacheSalt;
+          emit({
+            type: "BlockStored",
+            block_hashes: Array.from(keys.subarray(from, to), (k) => BigInt(k)),
+            parent_block_hash: from > 0 ? BigInt(keys[from - 1]!) : null,
+            token_ids: req.tokenIds.slice(from * bs, to * bs),
+            block_size: bs,
+            lora_id: null,
+            medium: "GPU",
+            lora_name: req.loraName ?? null,
+            extra_keys: salt === undefined ? null : Array.from({ length: to - from }, (_, i) => (from + i === 0 ? [salt] : null)),
+          });
+        },
+        removed: (key) => emit({ type: "BlockRemoved", block_hashes: [BigInt(key)], medium: "GPU" }),
+        cleared: () => emit({ type: "AllBlocksCleared" }),
+      };
+    }
     this.random = options.random ?? createRandom(0);
     this.slotList = Array.from({ length: this.config.slots }, () => ({ tokens: NO_KEYS, busy: false, lastUsed: -1 }));
   }
@@ -463,7 +502,9 @@ export class Engine {
         s.cached = Math.max(0, Math.min(choice.commonPrefix * bs, promptTokens - 1));
       } else {
         const hit = this.cache.lookup(blockKeys, promptTokens);
+        this.allocating = s.req;
         const blocks = this.cache.allocate(blockKeys, hit, Math.ceil((promptTokens + outputTokens) / bs));
+        this.allocating = undefined;
         if (blocks === null) break;
         s.blocks = blocks;
         s.cached = hit * bs;

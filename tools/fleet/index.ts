@@ -25,5 +25,20 @@ export {
   ENGINE_STOP_GRACE_MS,
   startLlamaFleet,
 } from "./llama/index.js";
-export type { LlamaFleet, LlamaFleetOptions, LlamaTarget } from "./llama/index.js";
+export type { LlamaFleet, LlamaFleetOptions, LlamaKvEventsOptions, LlamaTarget } from "./llama/index.js";
+export { KV_BLOCK_SIZE, SlotBlockEvents, engineBlockHash, toVllmEvents } from "./llama/kv-events.js";
+export type { KvPublisher, VllmEvent } from "./llama/kv-events.js";
+export { TINY_LLAMA_CHAT_TEMPLATE, tinyLlamaTokenizerConfig, tinyLlamaTokenizerJson, writeTinyLlamaTokenizer } from "./llama/tokenizer-files.js";
 export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";
+export { KvEventPublisher, encodeWireBatch, offsetEndpoint } from "./kv-events/publisher.js";
+export type {
+  KvEventPublisherOptions,
+  WireBatch,
+  WireBlockHash,
+  WireBlockRemoved,
+  WireBlockStored,
+  WireAllBlocksCleared,
+  WireEncoding,
+  WireEvent,
+} from "./kv-events/publisher.js";
+export { byteTokens, emulatedTokens } from "./tokenizer.js";

@@ -34,6 +34,20 @@ export interface KvCacheUsage {
   numBlocks: number;
 }
 
+/**
+ * What happens to cached prefix blocks, for an engine that publishes KV events (vLLM's
+ * `BlockPool` emits `BlockStored` when it caches blocks, `BlockRemoved` when it evicts one and
+ * `AllBlocksCleared` on a reset).
+ */
+export interface KvCacheObserver {
+  /** `keys[from, to)` were just cached, as one chain whose parent is `keys[from − 1]` (none when `from` is 0). */
+  stored(keys: Float64Array, from: number, to: number): void;
+  /** `key` left the cache (its block was reused, or its computation was abandoned). */
+  removed(key: number): void;
+  /** Every cached block was forgotten. */
+  cleared(): void;
+}
+
 /** A paged prefix cache; see the file header for the model. */
 export class KvCache {
   readonly numBlocks: number;
@@ -46,6 +60,9 @@ export class KvCache {
   private head = NONE;
   private tail = NONE;
   private freeCount = 0;
+
+  /** Told of every store, eviction and reset, when set. */
+  observer: KvCacheObserver | undefined;
 
   constructor(numBlocks: number, blockSize: number) {
     this.numBlocks = numBlocks;
@@ -74,6 +91,7 @@ export class KvCache {
     for (let i = 0; i < hitBlocks; i++) if (this.refCount[this.byKey.get(keys[i]!)!] === 0) hitFree++;
     if (totalBlocks - hitBlocks > this.freeCount - hitFree) return null;
     const blocks = new Int32Array(totalBlocks);
+    let runStart = -1;
     for (let i = 0; i < totalBlocks; i++) {
       const k = i < keys.length ? keys[i]! : Number.NaN;
       const existing = i < keys.length ? this.byKey.get(k) : undefined;
@@ -86,11 +104,17 @@ export class KvCache {
         if (!Number.isNaN(k)) {
           this.key[b] = k;
           this.byKey.set(k, b);
+          if (runStart < 0) runStart = i;
         }
+      }
+      if (runStart >= 0 && (existing !== undefined || Number.isNaN(k))) {
+        this.observer?.stored(keys, runStart, i);
+        runStart = -1;
       }
       this.refCount[b]! += 1;
       blocks[i] = b;
     }
+    if (runStart >= 0) this.observer?.stored(keys, runStart, Math.min(totalBlocks, keys.length));
     return blocks;
   }
 
@@ -125,7 +149,14 @@ export class KvCache {
    * O(numBlocks).
    */
   clear(): void {
-    for (let b = 0; b < this.numBlocks; b++) this.dropKey(b);
+    const observer = this.observer;
+    this.observer = undefined; // one AllBlocksCleared, not a removal per block
+    try {
+      for (let b = 0; b < this.numBlocks; b++) this.dropKey(b);
+    } finally {
+      this.observer = observer;
+    }
+    observer?.cleared();
   }
 
   /** True when `key` is cached (for tests and diagnostics). */
@@ -138,6 +169,7 @@ export class KvCache {
     if (!Number.isNaN(k)) {
       this.byKey.delete(k);
       this.key[b] = Number.NaN;
+      this.observer?.removed(k);
     }
   }
 

@@ -21,7 +21,9 @@ import { handleOpenAI } from "./openai-server.js";
 import { ResponseStore, handleResponses } from "./responses-server.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 import { handleSageMaker } from "./sagemaker-server.js";
-import { blockKeys, countTokens } from "./tokenizer.js";
+import { blockKeys, countTokens, emulatedTokens, tokenBlockKeys } from "./tokenizer.js";
+import { KvEventPublisher, type WireEncoding } from "./kv-events/publisher.js";
+import { KvEventRelay } from "./kv-events/relay.js";
 import { cacheNamespace } from "./cache-salt.js";
 import { defaultInstanceIds, toInstanceStats, type InstanceStats } from "./virtual.js";
 
@@ -64,6 +66,32 @@ export interface StartFleetOptions {
   wallClock?: () => number;
   /** `/metrics` names: vLLM's, or vLLM's and SGLang's load gauges (`"sglang"`). @default "vllm" */
   metricsFlavor?: "vllm" | "sglang";
+  /**
+   * Publish each instance's KV events as vLLM does (a ZeroMQ PUB socket with seq and topic, a
+   * replay ROUTER; see docs/precise.md): instance `i` publishes on `tcp://host:(port + i)` and
+   * answers replays on `replayPort + i`. Needs the optional package `zeromq`. The instances
+   * then tokenize prompts with `tokenize`, so that their cache blocks are the events' blocks.
+   * @default none
+   */
+  kvEvents?: {
+    /** Base PUB port. */
+    port: number;
+    /** Base replay ROUTER port; no replay socket when absent. */
+    replayPort?: number;
+    /** The topic frame (vLLM's `topic`). @default "" */
+    topic?: string;
+    /** Payload layout. @default vLLM v0.26's: events as maps, the batch an array */
+    encoding?: WireEncoding;
+    /** Batches kept for replay (vLLM's `buffer_steps`). @default 10000 */
+    bufferSteps?: number;
+  };
+  /**
+   * How instances tokenize prompts when they publish KV events: the token ids go into
+   * `BlockStored`, their count is the prompt's length and the cache's blocks are hashed over
+   * them. The router must tokenize the same way (pass it the same function).
+   * @default emulatedTokens (the 4-characters-per-token model, as ids) with `kvEvents`; without, the 4-characters-per-token model
+   */
+  tokenize?: (text: string) => readonly number[];
 }
 
 /** One running instance. */
@@ -91,6 +119,8 @@ export interface LiveInstance {
   metrics(): string;
   /** The engine behind the server (read-only use). */
   readonly engine: Engine;
+  /** Where this instance publishes KV events, when the fleet was started with `kvEvents`. */
+  readonly kvEvents: { readonly endpoint: string; readonly replayEndpoint: string | undefined } | undefined;
   /**
    * W3C `traceparent` headers of the requests received, oldest first (the last
    * {@link TRACE_CONTEXTS_KEPT}): what an engine's own tracing would join.
@@ -205,6 +235,8 @@ class Instance implements LiveInstance, InstanceRuntime {
       sagemaker: InstanceRuntime["sagemaker"];
       wallClock: () => number;
       metricsFlavor?: "vllm" | "sglang";
+      tokenize?: (text: string) => readonly number[];
+      relay?: KvEventRelay;
     },
   ) {
     this.engine = engine;
@@ -216,6 +248,11 @@ class Instance implements LiveInstance, InstanceRuntime {
     this.sagemaker = opts.sagemaker;
     this.server = createServer((req, res) => this.handle(req, res));
     this.server.keepAliveTimeout = 5_000;
+  }
+
+  get kvEvents(): LiveInstance["kvEvents"] {
+    const p = this.opts.relay?.publisher;
+    return p === undefined ? undefined : { endpoint: p.endpoint, replayEndpoint: p.replayEndpoint };
   }
 
   get url(): string {
@@ -310,12 +347,29 @@ class Instance implements LiveInstance, InstanceRuntime {
   }
 
   submit(spec: GenerationSpec, callbacks: EngineCallbacks): { ticket: EngineTicket; arrivalMs: number } {
+    const namespace = cacheNamespace(spec.model, spec.cacheSalt);
+    const tokenize = this.opts.tokenize;
+    if (tokenize === undefined) {
+      return this.driver.submit(
+        {
+          id: this.sequence,
+          promptTokens: countTokens(spec.prompt),
+          blockKeys: blockKeys(spec.prompt, this.engine.config.blockSizeTokens, namespace),
+          outputTokens: spec.outputTokens,
+        },
+        callbacks,
+      );
+    }
+    const tokenIds = tokenize(spec.prompt);
     return this.driver.submit(
       {
         id: this.sequence,
-        promptTokens: countTokens(spec.prompt),
-        blockKeys: blockKeys(spec.prompt, this.engine.config.blockSizeTokens, cacheNamespace(spec.model, spec.cacheSalt)),
+        promptTokens: Math.max(1, tokenIds.length),
+        blockKeys: tokenBlockKeys(tokenIds, this.engine.config.blockSizeTokens, namespace),
         outputTokens: spec.outputTokens,
+        tokenIds,
+        cacheSalt: spec.cacheSalt,
+        loraName: spec.model === this.models[0] ? undefined : spec.model,
       },
       callbacks,
     );
@@ -399,12 +453,39 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
   const wallClock = options.wallClock ?? Date.now;
   const seed = options.seed ?? 0;
   const eventStream = await loadEventStreamEncoder();
+  const kv = options.kvEvents;
+  const tokenize = options.tokenize ?? (kv === undefined ? undefined : emulatedTokens);
+  if (tokenize !== undefined && typeof tokenize !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `tokenize` to be a function");
+  const relays: KvEventRelay[] = [];
+  if (kv !== undefined) {
+    for (const [name, p] of [["kvEvents.port", kv.port], ["kvEvents.replayPort", kv.replayPort]] as const) {
+      if (p !== undefined && (!Number.isSafeInteger(p) || p < 1 || p + ids.length - 1 > 65535)) {
+        throw new FleetError("INVALID_ARGUMENT", `Expected \`${name}\` to be a port with room for ${ids.length} instances, got ${String(p)}`);
+      }
+    }
+    try {
+      for (let i = 0; i < ids.length; i++) {
+        const publisher = await KvEventPublisher.open({
+          endpoint: `tcp://${host}:${kv.port + i}`,
+          replayEndpoint: kv.replayPort === undefined ? undefined : `tcp://${host}:${kv.replayPort + i}`,
+          topic: kv.topic,
+          encoding: kv.encoding,
+          bufferSteps: kv.bufferSteps,
+        });
+        relays.push(new KvEventRelay(publisher, wallClock));
+      }
+    } catch (err) {
+      await Promise.all(relays.map((r) => r.publisher.close()));
+      throw err;
+    }
+  }
   const startMs = clock.now();
   const instances = ids.map((id, i) => {
     const engine = new Engine({
       id,
       config: { ...options.engine, ...options.instanceEngine?.[id] },
       random: createRandom((seed ^ Math.imul(i + 1, 0x9e3779b1)) >>> 0),
+      kvEvents: relays[i]?.push,
     });
     const driver = new TimerDriver(engine, timeScale, clock, startMs);
     const rng = createRandom((seed ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0);
@@ -414,11 +495,14 @@ export async function startFleet(options: StartFleetOptions): Promise<LiveFleet>
       sagemaker: { variants, inferenceComponents, eventStream },
       wallClock,
       metricsFlavor: options.metricsFlavor,
+      tokenize,
+      relay: relays[i],
     });
   });
   const stop = async (): Promise<void> => {
     for (const inst of instances) inst.stopDriver();
     await Promise.all(instances.map((inst) => inst.close()));
+    await Promise.all(relays.map(async (r) => (await r.drain(), await r.publisher.close())));
   };
   try {
     for (let i = 0; i < instances.length; i++) await instances[i]!.listen(port === 0 ? 0 : port + i);

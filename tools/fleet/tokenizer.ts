@@ -120,3 +120,72 @@ export function fillerText(to: number, from = 0): string {
   for (let i = from; i < to; i++) out += fillerToken(i);
   return out;
 }
+
+const utf8 = new TextEncoder();
+
+/**
+ * The default tokenizer of a fleet that publishes KV events: the UTF-8 bytes of `text`, one token
+ * each. Trivial to reproduce on the router's side (`new TextEncoder().encode(text)`), so the
+ * router's index and the emulated engines agree without a model's vocabulary.
+ * @example
+ * byteTokens("Hé"); // [72, 195, 169]
+ */
+export function byteTokens(text: string): number[] {
+  return Array.from(utf8.encode(text));
+}
+
+/**
+ * The emulated engine's own tokens as ids: the text cut into {@link CHARS_PER_TOKEN} UTF-16 code
+ * units a token (the last one may be shorter), each token's id a 31-bit hash of its code units
+ * and length. So `emulatedTokens(text).length === countTokens(text)`: a fleet that publishes KV
+ * events with it keeps the 4-characters-per-token model its timings are calibrated on. The
+ * default tokenizer of an emulated fleet that publishes events; a router routing on those events
+ * tokenizes with the same function. Two different 4-unit pieces share an id with probability
+ * about 2^-31 per pair.
+ * @example
+ * emulatedTokens("Hello, world").length; // 3
+ */
+export function emulatedTokens(text: string): number[] {
+  const n = countTokens(text);
+  const out = new Array<number>(n);
+  for (let t = 0; t < n; t++) {
+    const start = t * CHARS_PER_TOKEN;
+    const end = Math.min(start + CHARS_PER_TOKEN, text.length);
+    let h = 0x811c9dc5 ^ (end - start);
+    for (let i = start; i < end; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    out[t] = fmix32(h) >>> 1;
+  }
+  return out;
+}
+
+/**
+ * Chained hash keys of the full blocks of a tokenized prompt, as {@link blockKeys} computes them
+ * from text: `floor(tokens.length / blockSizeTokens)` keys, key `i` depending on `seed` and on
+ * every token before the end of block `i`. Used when the fleet tokenizes with a real tokenizer
+ * (or {@link byteTokens}), so that its cache blocks are the blocks its KV events describe.
+ */
+export function tokenBlockKeys(tokens: readonly number[], blockSizeTokens: number, seed = ""): Float64Array {
+  const fullBlocks = Math.floor(tokens.length / blockSizeTokens);
+  const keys = new Float64Array(fullBlocks);
+  let [h1, h2] = seedLanes(seed);
+  for (let b = 0; b < fullBlocks; b++) {
+    const end = (b + 1) * blockSizeTokens;
+    for (let i = b * blockSizeTokens; i < end; i++) {
+      const k = tokens[i]! | 0;
+      let k1 = Math.imul(k, C1);
+      k1 = (k1 << 15) | (k1 >>> 17);
+      h1 ^= Math.imul(k1, C2);
+      h1 = (h1 << 13) | (h1 >>> 19);
+      h1 = (Math.imul(h1, 5) + 0xe6546b64) | 0;
+      let k2 = Math.imul(k, C3);
+      k2 = (k2 << 17) | (k2 >>> 15);
+      h2 ^= Math.imul(k2, C4);
+      h2 = (h2 << 11) | (h2 >>> 21);
+      h2 = (Math.imul(h2, 5) + 0x561ccd1b) | 0;
+      h1 = (h1 + h2) | 0;
+      h2 = (h2 + h1) | 0;
+    }
+    keys[b] = fmix32(h1 ^ end) * 2097152 + (fmix32(h2 ^ b) >>> 11);
+  }
+  return keys;
+}

@@ -12,7 +12,8 @@ import { Engine, type EngineStats, type VirtualResult } from "./engine.js";
 import { FleetError } from "./errors.js";
 import { EventHeap } from "../sim/event-heap.js";
 import { createRandom } from "../sim/random.js";
-import { blockKeys, countTokens } from "./tokenizer.js";
+import { blockKeys, countTokens, emulatedTokens, tokenBlockKeys } from "./tokenizer.js";
+import type { WireEvent } from "./kv-events/publisher.js";
 import { cacheNamespace } from "./cache-salt.js";
 
 /** A request for the virtual fleet: already-rendered prompt text (see `renderPrompt`). */
@@ -71,6 +72,17 @@ export interface VirtualFleetOptions {
   instanceEngine?: Readonly<Record<string, Partial<EngineConfig>>>;
   /** Seed of the random source (only used by `stepJitter`). @default 0 */
   seed?: number;
+  /**
+   * Receives each instance's KV events, in vLLM's shapes, with the virtual time they happened at
+   * (see docs/fleet.md): a bench can deliver them to a router with a modelled lag. Requests are
+   * then tokenized with `tokenize`. @default none
+   */
+  kvEvents?: (instance: string, event: WireEvent, atMs: number) => void;
+  /**
+   * How prompts are tokenized when `kvEvents` is set (the events carry the token ids; the cache
+   * hashes them). @default emulatedTokens (the 4-characters model, as ids) with `kvEvents`; without, the 4-characters model
+   */
+  tokenize?: (text: string) => readonly number[];
 }
 
 interface Entry {
@@ -107,6 +119,8 @@ export class VirtualFleet {
   private readonly engineDefaults: Partial<EngineConfig> | undefined;
   private readonly instanceEngine: Readonly<Record<string, Partial<EngineConfig>>>;
   private readonly seed: number;
+  private readonly kvEvents: VirtualFleetOptions["kvEvents"];
+  private readonly tokenize: VirtualFleetOptions["tokenize"];
   private nextOrder = 0;
   private nowMs = 0;
   private dispatching = false;
@@ -115,6 +129,10 @@ export class VirtualFleet {
     this.engineDefaults = options.engine;
     this.instanceEngine = options.instanceEngine ?? {};
     this.seed = options.seed ?? 0;
+    if (options.kvEvents !== undefined && typeof options.kvEvents !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `kvEvents` to be a function");
+    if (options.tokenize !== undefined && typeof options.tokenize !== "function") throw new FleetError("INVALID_ARGUMENT", "Expected `tokenize` to be a function");
+    this.kvEvents = options.kvEvents;
+    this.tokenize = options.tokenize ?? (options.kvEvents === undefined ? undefined : emulatedTokens);
     const ids = typeof options.instances === "number" ? defaultInstanceIds(options.instances) : [...options.instances];
     if (ids.length === 0) throw new FleetError("INVALID_ARGUMENT", "Expected `instances` to name at least one instance");
     for (const id of ids) this.addInstance(id);
@@ -142,10 +160,12 @@ export class VirtualFleet {
     }
     if (this.entries.has(id)) throw new FleetError("DUPLICATE_INSTANCE", `Instance \`${id}\` already exists`);
     const order = this.nextOrder++;
-    const e = new Engine({
+    const sink = this.kvEvents;
+    const e: Engine = new Engine({
       id,
       config: { ...this.engineDefaults, ...this.instanceEngine[id], ...engine },
       random: createRandom((this.seed ^ Math.imul(order + 1, 0x9e3779b1)) >>> 0),
+      kvEvents: sink === undefined ? undefined : (event) => sink(id, event, e.now),
     });
     this.entries.set(id, { id, engine: e, order, removed: false, queuedAt: Number.NaN, downUntil: Number.NEGATIVE_INFINITY });
   }
@@ -189,13 +209,24 @@ export class VirtualFleet {
     if (e.removed) throw new FleetError("INSTANCE_REMOVED", `Instance \`${instanceId}\` was removed`);
     if (this.nowMs < e.downUntil) throw new FleetError("INSTANCE_DOWN", `Instance \`${instanceId}\` is restarting until ${e.downUntil} ms`);
     if (typeof req.prompt !== "string") throw new FleetError("INVALID_REQUEST", "Expected `prompt` to be a string");
+    const namespace = cacheNamespace(req.model ?? "", req.cacheSalt);
+    const tokenIds = this.tokenize?.(req.prompt);
     e.engine.enqueue(
-      {
-        id: req.id,
-        promptTokens: countTokens(req.prompt),
-        blockKeys: blockKeys(req.prompt, e.engine.config.blockSizeTokens, cacheNamespace(req.model ?? "", req.cacheSalt)),
-        outputTokens: req.outputTokens,
-      },
+      tokenIds === undefined
+        ? {
+            id: req.id,
+            promptTokens: countTokens(req.prompt),
+            blockKeys: blockKeys(req.prompt, e.engine.config.blockSizeTokens, namespace),
+            outputTokens: req.outputTokens,
+          }
+        : {
+            id: req.id,
+            promptTokens: Math.max(1, tokenIds.length),
+            blockKeys: tokenBlockKeys(tokenIds, e.engine.config.blockSizeTokens, namespace),
+            outputTokens: req.outputTokens,
+            tokenIds,
+            cacheSalt: req.cacheSalt,
+          },
       callbacks,
       this.nowMs,
     );

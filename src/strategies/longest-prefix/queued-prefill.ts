@@ -20,13 +20,18 @@ export interface IndexOwner {
 export class Slot implements MissRun {
   misses = 0;
   /** The target's characters (or bytes) per token, learned from its responses. */
-  readonly ratio = new TokenRatio();
+  readonly ratio: TokenRatio;
   /**
    * Uncached blocks of the requests routed here that have not yet produced their first byte: the
    * prefill work queued on the target, as far as this router knows (see {@link QueuedPrefill}).
    */
   pending = 0;
-  constructor(readonly blocks: TargetBlocks) {}
+  constructor(
+    readonly blocks: TargetBlocks,
+    ratio: TokenRatio = new TokenRatio(),
+  ) {
+    this.ratio = ratio;
+  }
 }
 
 /**

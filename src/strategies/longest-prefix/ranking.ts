@@ -18,8 +18,12 @@
  * until the next {@link ChainRanking.reset}.
  */
 import type { PickContext } from "../strategy.js";
-import type { TargetBlocks } from "./blocks.js";
 import type { BlockChain } from "./chain.js";
+
+/** What the ranking reads of a target: the leading blocks of a chain it holds (a {@link TargetBlocks}, or another index's view). */
+export interface MatchSource {
+  matchLength(keys: Int32Array, n: number, now: number): number;
+}
 
 export class ChainRanking {
   /** match[j]: leading blocks of the request held by candidate j. */
@@ -38,7 +42,7 @@ export class ChainRanking {
   dLo = 0;
 
   /** Ranks `ctx.candidates` for `chain` against the targets' indexes (`blocks[i]`); `now` in TTL units. */
-  reset(ctx: PickContext<{ id: string }>, chain: BlockChain, blocks: readonly TargetBlocks[], now: number): this {
+  reset(ctx: PickContext<{ id: string }>, chain: BlockChain, blocks: readonly MatchSource[], now: number): this {
     const candidates = ctx.candidates;
     const T = candidates.length;
     if (this.match.length < T) {
@@ -51,7 +55,7 @@ export class ChainRanking {
     this.chain = chain;
     let M = 0;
     for (let j = 0; j < T; j++) {
-      const m = (blocks[candidates[j] as number] as TargetBlocks).matchLength(chain.keys, chain.n, now);
+      const m = (blocks[candidates[j] as number] as MatchSource).matchLength(chain.keys, chain.n, now);
       this.match[j] = m;
       if (m > M) M = m;
     }

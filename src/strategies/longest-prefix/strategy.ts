@@ -37,14 +37,14 @@
 import type { RoutingMode } from "../../routing/routing-input.js";
 import { type LoadBound, ShareTracker } from "../bounded-load.js";
 import { alignById } from "../shared/by-id.js";
-import type { ClosedLoopEnv } from "../../closed-loop/closed-loop.js";
+import { type ClosedLoopEnv, TokenRatio } from "../../closed-loop/closed-loop.js";
 import { leastLoaded, leastOutstandingPick } from "../shared/fallback.js";
 import { type IndexOwner, QueuedPrefill, Slot } from "./queued-prefill.js";
 import type { Commitment, PickContext, RoutingStrategy, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import { type IndexSettings, TargetBlocks, ttlNow } from "./blocks.js";
 import { type BlockChain, ChainHasher, type XXHashAPI } from "./chain.js";
 import type { LongestPrefixConfig } from "./options.js";
-import { ChainRanking } from "./ranking.js";
+import { ChainRanking, type MatchSource } from "./ranking.js";
 
 type Ctx = PickContext<{ id: string }>;
 
@@ -82,7 +82,8 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
   private readonly hasher: ChainHasher;
   private readonly ranking = new ChainRanking();
   private slots: Slot[] = [];
-  private indexes: TargetBlocks[] = [];
+  /** What the ranking reads per target: its own index here; `precise-prefix` puts the engines' events first. */
+  protected indexes: readonly MatchSource[] = [];
   private readonly byId = new Map<string, Slot>();
 
   constructor(
@@ -97,7 +98,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   /** Aligns the per-target state with a new target list; ids that left lose their index. */
   setTargets(targets: readonly { readonly id: string }[]): void {
-    this.slots = alignById(this.byId, targets, (id) => new Slot(new TargetBlocks(id, this.settings)));
+    this.slots = alignById(this.byId, targets, (id) => new Slot(new TargetBlocks(id, this.settings), this.newRatio()));
     this.indexes = this.slots.map((s) => s.blocks);
     this.shares.setTargets(targets);
   }
@@ -174,7 +175,12 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     return this.hasher;
   }
 
-  private rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
+  /** A target's tokens-per-unit ratio: learned characters per token here, exact tokens in `precise-prefix`. */
+  protected newRatio(): TokenRatio {
+    return new TokenRatio();
+  }
+
+  protected rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
     return this.ranking.reset(ctx, chain, this.indexes, ttlNow(this.settings));
   }
 }

@@ -8,8 +8,8 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runBenchCommand } from "../../../tools/bench/cli.js";
 import { parseEngineArgs } from "../../../tools/bench/engines/cli.js";
-import { ENGINE_BENCH_DOC, accurate, emulatorCheck, engineChecks, engineRows, formatEngineReport, quantile } from "../../../tools/bench/engines/report.js";
-import { commonPrefix, fitEmulated, runEngineBench, type EngineBenchResult, type EngineRecord } from "../../../tools/bench/engines/run.js";
+import { ENGINE_BENCH_DOC, accurate, emulatorCheck, engineChecks, engineRows, engineTable, formatEngineReport, quantile } from "../../../tools/bench/engines/report.js";
+import { commonPrefix, fitEmulated, routerOf, runEngineBench, type EngineBenchResult, type EngineRecord } from "../../../tools/bench/engines/run.js";
 import { ENGINE_WORKLOAD_DEFAULTS, engineWorkload } from "../../../tools/bench/engines/workloads.js";
 import { isBenchError } from "../../../tools/common/errors.js";
 
@@ -26,8 +26,8 @@ function record(over: Partial<EngineRecord>): EngineRecord {
     cachedTokens: 0,
     completionTokens: 16,
     predictedCachedTokens: undefined,
-    idealCachedChars: 0,
-    promptChars: 1000,
+    idealCachedTokens: 0,
+    idealPromptTokens: 1000,
     seenPrefix: false,
     engineTtftMs: undefined,
     engineQueueMs: undefined,
@@ -35,8 +35,8 @@ function record(over: Partial<EngineRecord>): EngineRecord {
   };
 }
 
-function result(runs: { engine: "llama" | "emulated"; strategy: string; records: EngineRecord[] }[]): EngineBenchResult {
-  return { workload: "short-prompts", sessions: 1, timing: undefined, runs: runs.map((r) => ({ ...r, strategy: r.strategy as never, targets: ["i0", "i1"] })) };
+function result(runs: { engine: "llama" | "emulated"; strategy: string; routers?: number; records: EngineRecord[] }[]): EngineBenchResult {
+  return { workload: "short-prompts", sessions: 1, timing: undefined, runs: runs.map((r) => ({ routers: 1, ...r, strategy: r.strategy as never, targets: ["i0", "i1"] })) };
 }
 
 describe("engine workloads", () => {
@@ -57,7 +57,7 @@ describe("engine workloads", () => {
     const questions = w.sessions.flatMap((s) => s.turns);
     expect(new Set(questions).size).toBe(questions.length);
     expect(w.sessions.every((s) => s.turns.length === 1)).toBe(true);
-    // ASCII: a byte-level engine sees one token per character.
+    // ASCII (the text the tiny llama model's BPE was learned from).
     expect(w.sessions.every((s) => /^[\x20-\x7e\n]*$/.test(s.system + s.turns.join("")))).toBe(true);
   });
 
@@ -107,8 +107,8 @@ describe("engine figures", () => {
           strategy: "prefix-aware",
           records: [
             record({ target: "i0", predictedCachedTokens: 0 }),
-            record({ target: "i0", cachedTokens: 900, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 880 }),
-            record({ target: "i1", cachedTokens: 0, idealCachedChars: 950, seenPrefix: true, predictedCachedTokens: 900 }),
+            record({ target: "i0", cachedTokens: 900, idealCachedTokens: 950, seenPrefix: true, predictedCachedTokens: 880 }),
+            record({ target: "i1", cachedTokens: 0, idealCachedTokens: 950, seenPrefix: true, predictedCachedTokens: 900 }),
             record({ target: "i1", error: "boom", promptTokens: 0 }),
           ],
         },
@@ -124,9 +124,9 @@ describe("engine figures", () => {
   it("checks: the default strategy against least-outstanding + 10 points, 80% of the ideal, and P50s", () => {
     const rows = engineRows(
       result([
-        { engine: "llama", strategy: "random", records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedChars: 800 })] },
-        { engine: "llama", strategy: "least-outstanding", records: [record({ ttftMs: 400, cachedTokens: 500, idealCachedChars: 800 })] },
-        { engine: "llama", strategy: "prefix-aware", records: [record({ ttftMs: 300, cachedTokens: 700, idealCachedChars: 800 })] },
+        { engine: "llama", strategy: "random", records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedTokens: 800 })] },
+        { engine: "llama", strategy: "least-outstanding", records: [record({ ttftMs: 400, cachedTokens: 500, idealCachedTokens: 800 })] },
+        { engine: "llama", strategy: "prefix-aware", records: [record({ ttftMs: 300, cachedTokens: 700, idealCachedTokens: 800 })] },
       ]),
     );
     const checks = engineChecks(rows);
@@ -140,8 +140,8 @@ describe("engine figures", () => {
 
   it("the report explains its columns, says whether a missed check fails the run, and has no emulator lines without the emulator", () => {
     const runs = (engine: "llama" | "emulated") => [
-      { engine, strategy: "random" as const, records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedChars: 800 })] },
-      { engine, strategy: "prefix-aware" as const, records: [record({ ttftMs: 600, cachedTokens: 700, idealCachedChars: 800 })] },
+      { engine, strategy: "random" as const, records: [record({ ttftMs: 1000, cachedTokens: 100, idealCachedTokens: 800 })] },
+      { engine, strategy: "prefix-aware" as const, records: [record({ ttftMs: 600, cachedTokens: 700, idealCachedTokens: 800 })] },
     ];
     const timing = { overheadMs: 1, prefillMsPerToken: 0.01, decodeMsPerToken: 1 };
     const llamaOnly = { ...result(runs("llama")), timing };
@@ -188,6 +188,8 @@ describe("bench --engine: the command line", () => {
     const a = parseEngineArgs(["--engine", "llama,emulated", "--sessions", "20", "--time-limit", "5m"]);
     expect(a).toMatchObject({ engines: ["llama", "emulated"], workload: "short-prompts", instances: 4, slots: 4, concurrency: 4, sessions: 20, seed: 1, timeLimitMs: 300_000 });
     expect(a.strategies).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix"]);
+    expect(a.routers).toEqual([1]);
+    expect(parseEngineArgs(["--engine", "llama", "--routers", "1,4", "--routers", "4"]).routers).toEqual([1, 4]);
   });
 
   it.each([
@@ -196,6 +198,8 @@ describe("bench --engine: the command line", () => {
     [["--engine", "llama", "--strategies", "fastest"], /Unknown strategy `fastest`/],
     [["--engine", "llama", "--slots", "0"], /`--slots` to be an integer from 1 to 64, got "0"/],
     [["--engine", "llama", "--prefix-length", "10"], /`--prefix-length`/],
+    [["--engine", "llama", "--routers", "0"], /`--routers` to be integers from 1 to 64, got 0/],
+    [["--engine", "llama", "--routers", "two"], /`--routers` to hold integers, got "two"/],
   ])("refuses %j with a BenchError naming the option", (argv, message) => {
     let error: unknown;
     try {
@@ -254,5 +258,46 @@ describe("a run on the emulated fleet", () => {
     // prefix-aware predicts (0 on a first sight); random never does.
     expect(res.runs[1]!.records.every((r) => r.predictedCachedTokens !== undefined)).toBe(true);
     expect(res.runs[0]!.records.every((r) => r.predictedCachedTokens === undefined)).toBe(true);
+  });
+
+  it("--routers 1,2: a run per number of router processes; with 2, each turn through the process drawn from the seed, every session played", { timeout: 120_000 }, async () => {
+    const workload = engineWorkload("long-documents", 1, { sessions: 6, prefixChars: 600 });
+    const res = await runEngineBench({
+      engines: ["emulated"],
+      workload,
+      strategies: ["prefix-aware"],
+      routers: [1, 2],
+      instances: 2,
+      slots: 2,
+      contextSize: 2048,
+      concurrency: 2,
+      maxTokens: 4,
+      seed: 1,
+      timing: { overheadMs: 1, prefillMsPerToken: 0.01, decodeMsPerToken: 1 },
+    });
+    expect(res.runs.map((r) => [r.strategy, r.routers])).toEqual([
+      ["prefix-aware", 1],
+      ["prefix-aware", 2],
+    ]);
+    const [one, two] = res.runs;
+    expect(one!.records.every((r) => r.router === undefined)).toBe(true);
+    expect(two!.records).toHaveLength(18);
+    for (const r of two!.records) {
+      expect(r.error).toBeUndefined();
+      expect(r.router).toBe(routerOf(1, r.session, r.turn, 2));
+      expect(r.promptTokens).toBeGreaterThan(0);
+      expect(two!.targets).toContain(r.target);
+      expect(r.predictedCachedTokens).toBeDefined();
+    }
+    // Both processes played turns, and some session's turns went through both.
+    expect(new Set(two!.records.map((r) => r.router)).size).toBe(2);
+    const sessions = [...new Set(two!.records.map((r) => r.session))];
+    expect(sessions.some((s) => new Set(two!.records.filter((r) => r.session === s).map((r) => r.router)).size === 2)).toBe(true);
+    // Rows per number of routers; the table shows the column only then.
+    const rows = engineRows(res);
+    expect(rows.map((r) => r.routers)).toEqual([1, 2]);
+    expect(engineTable(rows)[0]).toContain("| routers |");
+    expect(engineTable(rows.slice(0, 1))[0]).not.toContain("routers");
+    expect(formatEngineReport(res, rows)).toContain("emulated ×2");
   });
 });

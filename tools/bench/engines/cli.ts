@@ -5,7 +5,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { BenchError } from "../../common/errors.js";
-import { parseCommandLine, parseDuration, splitList } from "../../common/cli.js";
+import { parseCommandLine, parseDuration, parseNumbers, splitList } from "../../common/cli.js";
 import { importOptional } from "../../common/optional.js";
 import { STRATEGIES } from "prefix-router";
 import { VARIANT_NAMES, isVariant } from "../variants.js";
@@ -38,6 +38,9 @@ Options:
   --slots N              slots per engine (default: 4)
   --context-size N       tokens per slot (default: 8192)
   --concurrency N        sessions in flight (default: 4)
+  --routers LIST         application processes in front of the engines, each with its own
+                         router; each turn through one drawn from the seed; a run per
+                         number, e.g. 1,4 (default: 1, the bench's own process)
   --sessions N           sessions per strategy (default: the workload's, 160 or 48)
   --max-tokens N         output tokens per request (default: 16)
   --prefix-length N      the router's prefixLength (default: the router's)
@@ -75,6 +78,8 @@ export interface EngineArgs {
   slots: number;
   contextSize: number;
   concurrency: number;
+  /** Router processes, a run per number. */
+  routers: number[];
   sessions: number | undefined;
   maxTokens: number;
   prefixLength: number | undefined;
@@ -100,6 +105,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     slots: { type: "string" },
     "context-size": { type: "string" },
     concurrency: { type: "string" },
+    routers: { type: "string", multiple: true },
     sessions: { type: "string" },
     "max-tokens": { type: "string" },
     "prefix-length": { type: "string" },
@@ -126,6 +132,10 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     }
   }
   const timeLimit = v["time-limit"] as string | undefined;
+  const routers = parseNumbers(v.routers as string[] | undefined, "--routers", true) ?? [1];
+  for (const n of routers) {
+    if (n < 1 || n > 64) throw new BenchError("ERR_BENCH_OPTION", `Expected \`--routers\` to be integers from 1 to 64, got ${n}`);
+  }
   return {
     help: v.help === true,
     engines: [...new Set(engines)] as EngineKind[],
@@ -135,6 +145,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     slots: integer(v.slots, "--slots", 1, 64) ?? 4,
     contextSize: integer(v["context-size"], "--context-size", 256, 131_072) ?? 8192,
     concurrency: integer(v.concurrency, "--concurrency", 1, 256) ?? 4,
+    routers: [...new Set(routers)],
     sessions: integer(v.sessions, "--sessions", 1, 100_000),
     maxTokens: integer(v["max-tokens"], "--max-tokens", 1, 4096) ?? 16,
     prefixLength: integer(v["prefix-length"], "--prefix-length", 1024, 65_536),
@@ -172,13 +183,14 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     slots: args.slots,
     contextSize: args.contextSize,
     concurrency: args.concurrency,
+    routers: args.routers,
     maxTokens: args.maxTokens,
     seed: args.seed,
     ...(args.timeLimitMs !== undefined && { timeLimitMs: args.timeLimitMs }),
     ...(args.prefixLength !== undefined && { router: { prefixLength: args.prefixLength } }),
     ...(!args.quiet && {
-      onProgress: (p: { engine: EngineKind; round: number; rounds: number }) =>
-        io.err(`${p.engine}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
+      onProgress: (p: { engine: EngineKind; routers: number; round: number; rounds: number }) =>
+        io.err(`${p.engine}${args.routers.length > 1 || p.routers > 1 ? ` ×${p.routers} routers` : ""}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
     }),
   });
   const rows = engineRows(result);

@@ -10,10 +10,12 @@ import type { EngineBenchResult, EngineKind, EngineRecord, EngineStrategy } from
 /** A prediction is accurate when within this fraction of the engine's cached tokens. */
 export const PREDICTION_TOLERANCE = 0.1;
 
-/** One strategy on one kind of engine. */
+/** One strategy on one kind of engine, with some number of router processes. */
 export interface EngineRow {
   readonly engine: EngineKind;
   readonly strategy: EngineStrategy;
+  /** Application processes, each with its own router (1: the bench's own). */
+  readonly routers: number;
   readonly requests: number;
   readonly errors: number;
   /** Σ cached_tokens ÷ Σ prompt_tokens, as the engines reported them. */
@@ -44,11 +46,11 @@ export function accurate(predicted: number | undefined, cached: number): boolean
   return Math.abs((predicted ?? 0) - cached) <= PREDICTION_TOLERANCE * Math.max(cached, 1);
 }
 
-function rowOf(engine: EngineKind, strategy: EngineStrategy, records: readonly EngineRecord[], targets: readonly string[]): EngineRow {
+function rowOf(engine: EngineKind, strategy: EngineStrategy, routers: number, records: readonly EngineRecord[], targets: readonly string[]): EngineRow {
   const ok = records.filter((r) => r.error === undefined);
   const sum = (f: (r: EngineRecord) => number) => ok.reduce((a, r) => a + f(r), 0);
   const prompt = sum((r) => r.promptTokens);
-  const chars = sum((r) => r.promptChars);
+  const chars = sum((r) => r.idealPromptTokens);
   const shares: Record<string, number> = Object.fromEntries(targets.map((t) => [t, 0]));
   for (const r of ok) if (r.target !== undefined) shares[r.target] = (shares[r.target] ?? 0) + 1 / ok.length;
   const predicting = ok.some((r) => r.predictedCachedTokens !== undefined);
@@ -56,10 +58,11 @@ function rowOf(engine: EngineKind, strategy: EngineStrategy, records: readonly E
   return {
     engine,
     strategy,
+    routers,
     requests: records.length,
     errors: records.length - ok.length,
     hitRate: prompt === 0 ? 0 : sum((r) => r.cachedTokens) / prompt,
-    idealHitRate: chars === 0 ? 0 : sum((r) => r.idealCachedChars) / chars,
+    idealHitRate: chars === 0 ? 0 : sum((r) => r.idealCachedTokens) / chars,
     ttftP50Ms: quantile(ok.map((r) => r.ttftMs), 0.5),
     ttftP90Ms: quantile(ok.map((r) => r.ttftMs), 0.9),
     shares,
@@ -69,12 +72,14 @@ function rowOf(engine: EngineKind, strategy: EngineStrategy, records: readonly E
 
 /** The rows of a result, in its runs' order. */
 export function engineRows(result: EngineBenchResult): EngineRow[] {
-  return result.runs.map((r) => rowOf(r.engine, r.strategy, r.records, r.targets));
+  return result.runs.map((r) => rowOf(r.engine, r.strategy, r.routers, r.records, r.targets));
 }
 
 /** One check of a run, as a user would ask it. */
 export interface EngineCheck {
   readonly engine: EngineKind;
+  /** The router processes of the rows checked. */
+  readonly routers: number;
   readonly what: string;
   readonly met: boolean;
   readonly detail: string;
@@ -90,27 +95,29 @@ const pct = (v: number) => (Number.isFinite(v) ? `${(100 * v).toFixed(1)}%` : "�
  */
 export function engineChecks(rows: readonly EngineRow[]): EngineCheck[] {
   const checks: EngineCheck[] = [];
-  for (const engine of new Set(rows.map((r) => r.engine))) {
-    const of = (s: string) => rows.find((r) => r.engine === engine && r.strategy === s);
+  const groups = new Map<string, { engine: EngineKind; routers: number }>();
+  for (const r of rows) groups.set(`${r.engine} ${r.routers}`, { engine: r.engine, routers: r.routers });
+  for (const { engine, routers } of groups.values()) {
+    const of = (s: string) => rows.find((r) => r.engine === engine && r.routers === routers && r.strategy === s);
     const random = of("random");
     const lo = of("least-outstanding");
     for (const name of new Set([DEFAULTS.strategy, "longest-prefix"])) {
       const r = of(name);
       if (r === undefined) continue;
       if (lo !== undefined) {
-        checks.push({ engine, what: `${name}: hit ≥ least-outstanding + 10 points`, met: r.hitRate >= lo.hitRate + 0.1, detail: `${pct(r.hitRate)} vs ${pct(lo.hitRate)}` });
-        checks.push({ engine, what: `${name}: P50 ≤ least-outstanding's`, met: r.ttftP50Ms <= lo.ttftP50Ms, detail: `${r.ttftP50Ms.toFixed(0)} vs ${lo.ttftP50Ms.toFixed(0)} ms` });
+        checks.push({ engine, routers, what: `${name}: hit ≥ least-outstanding + 10 points`, met: r.hitRate >= lo.hitRate + 0.1, detail: `${pct(r.hitRate)} vs ${pct(lo.hitRate)}` });
+        checks.push({ engine, routers, what: `${name}: P50 ≤ least-outstanding's`, met: r.ttftP50Ms <= lo.ttftP50Ms, detail: `${r.ttftP50Ms.toFixed(0)} vs ${lo.ttftP50Ms.toFixed(0)} ms` });
       }
       if (r.idealHitRate > 0) {
-        checks.push({ engine, what: `${name}: hit ≥ 80% of the pooled ideal`, met: r.hitRate >= 0.8 * r.idealHitRate, detail: `${pct(r.hitRate / r.idealHitRate)} of ${pct(r.idealHitRate)}` });
+        checks.push({ engine, routers, what: `${name}: hit ≥ 80% of the pooled ideal`, met: r.hitRate >= 0.8 * r.idealHitRate, detail: `${pct(r.hitRate / r.idealHitRate)} of ${pct(r.idealHitRate)}` });
       }
       if (random !== undefined) {
         const ratio = r.ttftP50Ms / random.ttftP50Ms;
-        checks.push({ engine, what: `${name}: P50 ≤ 0.35 × random's`, met: ratio <= 0.35, detail: `${ratio.toFixed(2)}×` });
+        checks.push({ engine, routers, what: `${name}: P50 ≤ 0.35 × random's`, met: ratio <= 0.35, detail: `${ratio.toFixed(2)}×` });
       }
       if (r.predictions !== undefined && r.predictions.tested > 0) {
         const share = r.predictions.within / r.predictions.tested;
-        checks.push({ engine, what: `${name}: predictions within 10% for ≥ 90%`, met: share >= 0.9, detail: `${pct(share)} of ${r.predictions.tested}` });
+        checks.push({ engine, routers, what: `${name}: predictions within 10% for ≥ 90%`, met: share >= 0.9, detail: `${pct(share)} of ${r.predictions.tested}` });
       }
     }
   }
@@ -128,10 +135,11 @@ export interface EmulatorCheck {
   readonly maxDifferencePoints: number;
 }
 
-/** The emulator check of `rows`, `undefined` unless both kinds ran. */
+/** The emulator check of `rows` (those with the fewest router processes), `undefined` unless both kinds ran. */
 export function emulatorCheck(rows: readonly EngineRow[]): EmulatorCheck | undefined {
-  const llama = rows.filter((r) => r.engine === "llama");
-  const emulated = rows.filter((r) => r.engine === "emulated");
+  const fewest = Math.min(...rows.map((r) => r.routers));
+  const llama = rows.filter((r) => r.engine === "llama" && r.routers === fewest);
+  const emulated = rows.filter((r) => r.engine === "emulated" && r.routers === fewest);
   if (llama.length === 0 || emulated.length === 0) return undefined;
   const pairs = llama.flatMap((l) => {
     const e = emulated.find((x) => x.strategy === l.strategy);
@@ -155,18 +163,24 @@ function sharesText(shares: Readonly<Record<string, number>>): string {
     .join("/");
 }
 
-/** The table of `rows`, as lines of Markdown. */
+/** Whether any row ran with more than one router process: then the tables show how many. */
+function severalRouters(rows: readonly EngineRow[]): boolean {
+  return rows.some((r) => r.routers !== 1);
+}
+
+/** The table of `rows`, as lines of Markdown (a `routers` column when some row had several). */
 export function engineTable(rows: readonly EngineRow[]): string[] {
+  const several = severalRouters(rows);
   const lines = [
-    "| engine | strategy | hit (engine) | pooled ideal | of ideal | P50 ms | P90 ms | P50 vs random | shares % | predictions within 10% | errors |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    `| engine |${several ? " routers |" : ""} strategy | hit (engine) | pooled ideal | of ideal | P50 ms | P90 ms | P50 vs random | shares % | predictions within 10% | errors |`,
+    `|---|${several ? "---:|" : ""}---|---:|---:|---:|---:|---:|---:|---|---:|---:|`,
   ];
   for (const r of rows) {
-    const random = rows.find((x) => x.engine === r.engine && x.strategy === "random");
+    const random = rows.find((x) => x.engine === r.engine && x.routers === r.routers && x.strategy === "random");
     const vs = random === undefined ? "—" : `${(r.ttftP50Ms / random.ttftP50Ms).toFixed(2)}×`;
     const p = r.predictions === undefined || r.predictions.tested === 0 ? "—" : `${pct(r.predictions.within / r.predictions.tested)} of ${r.predictions.tested}`;
     lines.push(
-      `| ${r.engine} | ${r.strategy} | ${pct(r.hitRate)} | ${pct(r.idealHitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${r.ttftP50Ms.toFixed(0)} | ${r.ttftP90Ms.toFixed(0)} | ${vs} | ${sharesText(r.shares)} | ${p} | ${r.errors} |`,
+      `| ${r.engine} |${several ? ` ${r.routers} |` : ""} ${r.strategy} | ${pct(r.hitRate)} | ${pct(r.idealHitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${r.ttftP50Ms.toFixed(0)} | ${r.ttftP90Ms.toFixed(0)} | ${vs} | ${sharesText(r.shares)} | ${p} | ${r.errors} |`,
     );
   }
   return lines;
@@ -198,7 +212,8 @@ export function formatEngineReport(result: EngineBenchResult, rows: readonly Eng
     const missed = checks.filter((c) => !c.met).length;
     const verdict = missed === 0 ? "all met" : `${missed} missed${enforced ? ": exit code 1 (--no-checks: report only)" : " (not enforced: --no-checks)"}`;
     out.push("", `Checks (${verdict}):`);
-    for (const c of checks) out.push(`  ${c.met ? "met   " : "missed"}  ${c.engine}  ${c.what}  (${c.detail})`);
+    const several = severalRouters(rows);
+    for (const c of checks) out.push(`  ${c.met ? "met   " : "missed"}  ${c.engine}${several ? ` ×${c.routers}` : ""}  ${c.what}  (${c.detail})`);
   }
   const emu = emulatorCheck(rows);
   if (emu !== undefined) {
@@ -219,7 +234,7 @@ export function formatEngineReport(result: EngineBenchResult, rows: readonly Eng
 export function engineTtftSpec(result: EngineBenchResult): ChartSpec {
   const values = result.runs.flatMap((run) => {
     const ttft = run.records.filter((r) => r.error === undefined).map((r) => r.ttftMs).sort((a, b) => a - b);
-    return ttft.map((ms, i) => ({ series: `${run.engine} ${run.strategy}`, ttftMs: Math.max(ms, 1), percentile: (100 * (i + 1)) / ttft.length }));
+    return ttft.map((ms, i) => ({ series: `${run.engine} ${run.strategy}${run.routers === 1 ? "" : ` ×${run.routers}`}`, ttftMs: Math.max(ms, 1), percentile: (100 * (i + 1)) / ttft.length }));
   });
   return {
     $schema: "https://vega.github.io/schema/vega-lite/v6.json",
@@ -242,10 +257,12 @@ export function engineTtftSpec(result: EngineBenchResult): ChartSpec {
  */
 export async function renderEngineHtml(result: EngineBenchResult, rows: readonly EngineRow[], render?: SvgRenderer): Promise<string> {
   const draw = render ?? (await loadSvgRenderer());
+  const several = severalRouters(rows);
   const table = htmlTable(
-    ["engine", "strategy", "hit", "pooled ideal", "of ideal", "P50 ms", "P90 ms", "shares %", "predictions within 10%", "errors"],
+    ["engine", ...(several ? ["routers"] : []), "strategy", "hit", "pooled ideal", "of ideal", "P50 ms", "P90 ms", "shares %", "predictions within 10%", "errors"],
     rows.map((r) => [
       r.engine,
+      ...(several ? [String(r.routers)] : []),
       r.strategy,
       pct(r.hitRate),
       pct(r.idealHitRate),
@@ -259,7 +276,7 @@ export async function renderEngineHtml(result: EngineBenchResult, rows: readonly
   );
   const checks = htmlTable(
     ["engine", "check", "met", "figures"],
-    engineChecks(rows).map((c) => [c.engine, c.what, c.met ? "yes" : "no", c.detail]),
+    engineChecks(rows).map((c) => [several ? `${c.engine} ×${c.routers}` : c.engine, c.what, c.met ? "yes" : "no", c.detail]),
   );
   const chart = await draw(engineTtftSpec(result));
   return `<!doctype html><meta charset="utf-8"><title>prefix-router on real engines: ${escapeHtml(result.workload)}</title><style>${REPORT_STYLE}</style>

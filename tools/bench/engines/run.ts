@@ -9,22 +9,23 @@
  * engine's `prompt_tokens` and `cached_tokens`, the strategy's predicted cached tokens (from
  * `onDecision`), and the engine's own TTFT and queueing (its response headers). The pooled ideal
  * is the hit rate of one unbounded cache that saw every earlier prompt and answer: the longest
- * common prefix of each prompt with any earlier prompt + answer, in characters (a byte-level
- * engine's tokens).
+ * common prefix of each prompt with any earlier prompt + answer, in the engine's tokens
+ * ({@link idealTokens}: the tiny llama model's BPE, or the emulated engine's 4-character tokens).
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
-import type OpenAI from "openai";
 import { type RouterOptions } from "prefix-router";
-import { routeOpenAI } from "prefix-router/openai";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
 import type { EngineConfig } from "../../fleet/config.js";
 import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet, type LlamaFleetOptions } from "../../fleet/llama/index.js";
+import { tinyLlamaTokenizer } from "../../fleet/llama/bpe.js";
 import { renderPrompt } from "../../fleet/template.js";
-import { createRandom } from "../../sim/random.js";
-import { strategyOptions, type StrategyVariant } from "../variants.js";
+import { CHARS_PER_TOKEN } from "../../fleet/tokenizer.js";
+import { Rng, mix32 } from "../../sim/random.js";
+import type { StrategyVariant } from "../variants.js";
 import type { Strategy } from "../../common/strategy.js";
 import { importOptional } from "../../common/optional.js";
+import { RoutedClient, type Message, type RequestOutcome, type RoutedClientOptions } from "./client.js";
+import { RouterProcesses } from "./routers.js";
 import type { EngineSession, EngineWorkload } from "./workloads.js";
 
 /** The engines a run can use: llama.cpp processes, or the emulated fleet configured alike. */
@@ -38,7 +39,7 @@ export type EngineStrategy = Strategy | StrategyVariant;
 export interface EngineTiming {
   /** Fixed time before prefill: HTTP, template, tokenization, ms. */
   overheadMs: number;
-  /** Prefill time per uncached prompt token (one character), ms. */
+  /** Prefill time per uncached prompt token (the tiny model's BPE token), ms. */
   prefillMsPerToken: number;
   /** Time per generated token, ms. */
   decodeMsPerToken: number;
@@ -76,8 +77,14 @@ export interface EngineBenchOptions {
   readonly timing?: EngineTiming;
   /** The llama fleet's model shape (default: the tiny model's). */
   readonly model?: LlamaFleetOptions["model"];
+  /**
+   * Router processes to run each strategy with, each a run of its own: N application processes,
+   * each with its own router, in front of the same engines; each turn of a session through one
+   * drawn from the seed ({@link routerOf}). 1 plays every request from this process. @default [1]
+   */
+  readonly routers?: readonly number[];
   /** Called after each round. */
-  readonly onProgress?: (p: { engine: EngineKind; round: number; rounds: number }) => void;
+  readonly onProgress?: (p: { engine: EngineKind; routers: number; round: number; rounds: number }) => void;
 }
 
 /** One request of a run. */
@@ -85,6 +92,8 @@ export interface EngineRecord {
   readonly session: number;
   readonly turn: number;
   readonly group: number;
+  /** The router process that sent it (0-based), with several; absent with one. */
+  readonly router?: number;
   /** The target the router chose, `undefined` when the request failed before. */
   readonly target: string | undefined;
   /** ms from the run's start to this request's. */
@@ -98,9 +107,9 @@ export interface EngineRecord {
   readonly completionTokens: number;
   /** What the strategy predicted cached; `undefined`: no prediction. */
   readonly predictedCachedTokens: number | undefined;
-  /** The pooled ideal's cached characters for this prompt, and the prompt's characters. */
-  readonly idealCachedChars: number;
-  readonly promptChars: number;
+  /** The pooled ideal's cached tokens for this prompt, and the prompt's tokens, in the engine's tokens ({@link idealTokens}). */
+  readonly idealCachedTokens: number;
+  readonly idealPromptTokens: number;
   /** Whether an earlier request of this run used the same shared prefix. */
   readonly seenPrefix: boolean;
   /** The engine's own TTFT and queueing (its response headers), ms; `undefined` when absent. */
@@ -110,10 +119,12 @@ export interface EngineRecord {
   readonly error?: string;
 }
 
-/** One strategy on one kind of engine. */
+/** One strategy on one kind of engine, with some number of router processes. */
 export interface EngineRun {
   readonly engine: EngineKind;
   readonly strategy: EngineStrategy;
+  /** Application processes, each with its own router, in front of the same engines. */
+  readonly routers: number;
   readonly records: readonly EngineRecord[];
   readonly targets: readonly string[];
 }
@@ -153,11 +164,12 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
 
 /**
  * The emulated engine configured like the llama fleet: `slots` slots (llama.cpp's slot cache, as
- * the emulated engine models it), their context, the fitted timing. The emulated tokenizer counts 4 characters a token, the
- * byte-level engine one: per-token costs are scaled by 4.
+ * the emulated engine models it), their context, the fitted timing. The emulated tokenizer counts
+ * 4 characters a token, the tiny llama model's BPE about {@link LLAMA_CHARS_PER_TOKEN} on the
+ * bench's text: sizes in tokens are scaled by their ratio, per-token costs by its inverse.
  */
 export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSize">, t: EngineTiming): Partial<EngineConfig> {
-  const CHARS = 4;
+  const CHARS = CHARS_PER_TOKEN / LLAMA_CHARS_PER_TOKEN;
   return {
     slots: o.slots,
     maxNumSeqs: o.slots,
@@ -173,44 +185,68 @@ export function emulatedConfig(o: Pick<EngineBenchOptions, "slots" | "contextSiz
   };
 }
 
-/** Per-request context the router's `onDecision` writes into. */
-interface Pending {
-  target?: string;
-  predicted?: number | undefined;
+/**
+ * Characters per token of the tiny llama model's BPE on the bench's prompts (rendered chat
+ * prompts of the two workloads: 5.4–5.5 at seed 1); a constant, so that the emulated fleet's configuration
+ * does not depend on the text.
+ */
+export const LLAMA_CHARS_PER_TOKEN = 5.4;
+
+/** Where a strategy run sends its requests: its own router, or one of N router processes. */
+interface Senders {
+  readonly size: number;
+  send(k: number, messages: readonly Message[], maxTokens: number): Promise<RequestOutcome>;
+  close(): Promise<void>;
 }
 
-type Message = { role: "system" | "user" | "assistant"; content: string };
+/** The seed of router process `k`'s random draws (one process: the run's seed, as before there were several). */
+export function routerSeed(seed: number, k: number, routers: number): number {
+  return routers === 1 ? seed : mix32(seed, 404, k);
+}
 
-/** One strategy's fleet, client and records, advanced a round at a time. */
+/**
+ * The router process that plays turn `turn` of session `session` out of `routers`: drawn from
+ * the seed, so that every strategy sends each turn through the same process.
+ */
+export function routerOf(seed: number, session: number, turn: number, routers: number): number {
+  return routers === 1 ? 0 : new Rng(mix32(seed, 303, session, turn)).int(routers);
+}
+
+/** One strategy's fleet, routers and records, advanced a round at a time. */
 class StrategyRun {
   readonly records: EngineRecord[] = [];
-  /** Earlier prompts + answers, by shared prefix: the pooled ideal's cache. */
-  private readonly seen = new Map<number, string[]>();
-  private client!: OpenAI;
-  private readonly als = new AsyncLocalStorage<Pending>();
+  /** Earlier prompts + answers in the engine's tokens, by shared prefix: the pooled ideal's cache. */
+  private readonly seen = new Map<number, (readonly Unit[])[]>();
+  private senders!: Senders;
   private t0 = 0;
 
   constructor(
     readonly strategy: EngineStrategy,
     readonly fleet: Fleet,
     private readonly o: EngineBenchOptions,
+    private readonly kind: EngineKind,
+    readonly routers: number,
   ) {}
 
   async start(OpenAI: typeof import("openai").default): Promise<void> {
-    this.client = await routeOpenAI(new OpenAI({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
+    const config = (k: number): RoutedClientOptions => ({
       targets: this.fleet.targets.map(({ id, baseURL }) => ({ id, baseURL })),
-      random: createRandom(this.o.seed),
-      ...this.o.router,
-      ...strategyOptions(this.strategy),
-      onDecision: (d) => {
-        const p = this.als.getStore();
-        if (p !== undefined) {
-          p.target = d.target.id;
-          p.predicted = d.predictedCachedTokens;
-        }
-      },
+      strategy: this.strategy,
+      seed: routerSeed(this.o.seed, k, this.routers),
+      ...(this.o.router !== undefined && { router: this.o.router }),
     });
+    if (this.routers === 1) {
+      const client = await RoutedClient.open(OpenAI, config(0));
+      this.senders = { size: 1, send: (_k, messages, maxTokens) => client.send(messages, maxTokens), close: async () => {} };
+    } else {
+      this.senders = await RouterProcesses.start(Array.from({ length: this.routers }, (_, k) => config(k)));
+    }
     this.t0 = performance.now();
+  }
+
+  /** Stops its router processes, if any. */
+  async close(): Promise<void> {
+    await this.senders?.close();
   }
 
   /** Plays `sessions`, `concurrency` at a time. */
@@ -234,77 +270,63 @@ class StrategyRun {
 
   private async request(s: EngineSession, turn: number, messages: readonly Message[]): Promise<string | undefined> {
     const prompt = renderPrompt({ messages });
+    const tokens = idealTokens(this.kind, prompt);
     const earlier = this.seen.get(s.group) ?? [];
     const seenPrefix = earlier.length > 0;
     let ideal = 0;
-    for (const e of earlier) ideal = Math.max(ideal, commonPrefix(prompt, e));
-    ideal = Math.min(ideal, prompt.length - 1);
-    const pending: Pending = {};
-    const start = performance.now();
-    let first = Number.NaN;
-    let text = "";
-    let usage: OpenAI.CompletionUsage | undefined;
-    let headers: Headers | undefined;
-    const base = { session: s.index, turn, group: s.group, startMs: start - this.t0, idealCachedChars: ideal, promptChars: prompt.length, seenPrefix };
-    try {
-      await this.als.run(pending, async () => {
-        const { data, response } = await this.client.chat.completions
-          .create({ model: DEFAULT_LLAMA_MODEL, messages: [...messages], max_tokens: this.o.maxTokens, stream: true, stream_options: { include_usage: true } })
-          .withResponse();
-        headers = response.headers;
-        for await (const chunk of data) {
-          const delta = chunk.choices[0]?.delta?.content;
-          if (delta) {
-            if (Number.isNaN(first)) first = performance.now() - start;
-            text += delta;
-          }
-          if (chunk.usage) usage = chunk.usage;
-        }
-      });
-    } catch (err) {
-      this.records.push({
-        ...base,
-        target: pending.target,
-        ttftMs: Number.NaN,
-        durationMs: performance.now() - start,
-        promptTokens: 0,
-        cachedTokens: 0,
-        completionTokens: 0,
-        predictedCachedTokens: pending.predicted,
-        engineTtftMs: undefined,
-        engineQueueMs: undefined,
-        error: err instanceof Error ? err.message : String(err),
-      });
-      return undefined;
-    }
-    const durationMs = performance.now() - start;
-    if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
-    earlier.push(prompt + text);
-    const header = (name: string) => {
-      const v = Number(headers?.get(name) ?? Number.NaN);
-      return Number.isFinite(v) ? v : undefined;
-    };
+    for (const e of earlier) ideal = Math.max(ideal, commonPrefix(tokens, e));
+    ideal = Math.min(ideal, tokens.length - 1);
+    const router = routerOf(this.o.seed, s.index, turn, this.routers);
+    const startMs = performance.now() - this.t0;
+    const out = await this.senders.send(router, messages, this.o.maxTokens);
     this.records.push({
-      ...base,
-      target: pending.target,
-      ttftMs: Number.isNaN(first) ? durationMs : first,
-      durationMs,
-      promptTokens: usage?.prompt_tokens ?? 0,
-      cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
-      completionTokens: usage?.completion_tokens ?? 0,
-      predictedCachedTokens: pending.predicted,
-      engineTtftMs: header("x-prefix-router-ttft-ms"),
-      engineQueueMs: header("x-prefix-router-queue-ms"),
+      session: s.index,
+      turn,
+      group: s.group,
+      ...(this.routers > 1 && { router }),
+      target: out.target,
+      startMs,
+      ttftMs: out.ttftMs,
+      durationMs: out.durationMs,
+      promptTokens: out.promptTokens,
+      cachedTokens: out.cachedTokens,
+      completionTokens: out.completionTokens,
+      predictedCachedTokens: out.predicted,
+      idealCachedTokens: ideal,
+      idealPromptTokens: tokens.length,
+      seenPrefix,
+      engineTtftMs: out.engineTtftMs,
+      engineQueueMs: out.engineQueueMs,
+      ...(out.error !== undefined && { error: out.error }),
     });
-    return text;
+    if (out.error !== undefined) return undefined;
+    if (!this.seen.has(s.group)) this.seen.set(s.group, earlier);
+    earlier.push(this.kind === "llama" ? [...tokens, ...idealTokens(this.kind, out.text, false)] : idealTokens(this.kind, prompt + out.text));
+    return out.text;
   }
 }
 
-/** Length of the common prefix of `a` and `b`. */
-export function commonPrefix(a: string, b: string): number {
+/** A token as {@link idealTokens} gives it: an id, or the emulated engine's 4-character text. */
+export type Unit = number | string;
+
+/**
+ * `text` in the tokens of engine `kind`, as the pooled ideal counts them: the tiny llama model's
+ * BPE (bpe.ts: llama.cpp's ids; `specialTokens` parses the chat template's control tokens, as
+ * the engine does for a prompt), or the emulated engine's tokens of {@link CHARS_PER_TOKEN}
+ * UTF-16 code units.
+ */
+export function idealTokens(kind: EngineKind, text: string, specialTokens = true): readonly Unit[] {
+  if (kind === "llama") return tinyLlamaTokenizer().encode(text, specialTokens);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += CHARS_PER_TOKEN) out.push(text.slice(i, i + CHARS_PER_TOKEN));
+  return out;
+}
+
+/** Length of the common prefix of `a` and `b` (strings, or arrays of tokens). */
+export function commonPrefix(a: string | readonly Unit[], b: string | readonly Unit[]): number {
   const n = Math.min(a.length, b.length);
   let i = 0;
-  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  while (i < n && a[i] === b[i]) i++;
   return i;
 }
 
@@ -353,31 +375,38 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
   const runs: EngineRun[] = [];
   let timing = o.timing;
   let sessions = all.length;
+  const routerCounts = o.routers ?? [1];
+  for (const n of routerCounts) {
+    if (!Number.isSafeInteger(n) || n < 1 || n > 64) throw new RangeError(`Expected \`routers\` to hold integers from 1 to 64, got ${String(n)}`);
+  }
   for (const engine of o.engines) {
-    const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
-    const strategyRuns: StrategyRun[] = [];
-    try {
-      for (const s of o.strategies) {
-        const fleet = await startEngines(engine, o, useTiming);
-        const run = new StrategyRun(s, fleet, o);
-        strategyRuns.push(run);
-        await run.start(OpenAI);
+    for (const routers of routerCounts) {
+      const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
+      const strategyRuns: StrategyRun[] = [];
+      try {
+        for (const s of o.strategies) {
+          const fleet = await startEngines(engine, o, useTiming);
+          const run = new StrategyRun(s, fleet, o, engine, routers);
+          strategyRuns.push(run);
+          await run.start(OpenAI);
+        }
+        const started = performance.now();
+        let played = 0;
+        for (let r = 0; r < rounds; r++) {
+          if (o.timeLimitMs !== undefined && r > 0 && performance.now() - started > o.timeLimitMs) break;
+          const slice = all.slice(r * batch, (r + 1) * batch);
+          // Rotate who goes first, so no strategy always follows the same one.
+          for (let k = 0; k < strategyRuns.length; k++) await strategyRuns[(r + k) % strategyRuns.length]!.play(slice);
+          played += slice.length;
+          o.onProgress?.({ engine, routers, round: r + 1, rounds });
+        }
+        sessions = Math.min(sessions, played);
+      } finally {
+        await Promise.all(strategyRuns.map((r) => r.close()));
+        await Promise.all(strategyRuns.map((r) => r.fleet.close()));
       }
-      const started = performance.now();
-      let played = 0;
-      for (let r = 0; r < rounds; r++) {
-        if (o.timeLimitMs !== undefined && r > 0 && performance.now() - started > o.timeLimitMs) break;
-        const slice = all.slice(r * batch, (r + 1) * batch);
-        // Rotate who goes first, so no strategy always follows the same one.
-        for (let k = 0; k < strategyRuns.length; k++) await strategyRuns[(r + k) % strategyRuns.length]!.play(slice);
-        played += slice.length;
-        o.onProgress?.({ engine, round: r + 1, rounds });
-      }
-      sessions = Math.min(sessions, played);
-    } finally {
-      await Promise.all(strategyRuns.map((r) => r.fleet.close()));
+      for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, routers, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
     }
-    for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
     if (engine === "llama" && timing === undefined) timing = fitEmulated(runs.flatMap((r) => (r.engine === "llama" ? r.records : [])));
   }
   return { workload: o.workload.name, runs, timing: o.engines.includes("emulated") ? (timing ?? DEFAULT_LLAMA_TIMING) : timing, sessions };

@@ -10,9 +10,12 @@
  *     three turns: a question, the engine's answer, a follow-up, …
  *
  * Everything is drawn from the seed: the same seed gives the same sessions, in the same order.
- * Text is ASCII, so a byte-level engine sees one token per character.
+ * Text is ASCII (sim/prose.ts), the text the tiny llama model's tokenizer was trained on.
  */
+import { prose } from "../../sim/prose.js";
 import { Rng, Zipf, mix32 } from "../../sim/random.js";
+
+export { prose };
 
 /** One conversation: its shared prefix (a system message) and the user turns, played in order. */
 export interface EngineSession {
@@ -59,27 +62,6 @@ export const ENGINE_WORKLOAD_DEFAULTS: Readonly<Record<EngineWorkloadName, Reado
   "short-prompts": Object.freeze({ sessions: 160, groups: 12, prefixChars: 1500, zipf: 1, turns: 1, questionChars: 80 }),
   "long-documents": Object.freeze({ sessions: 48, groups: 8, prefixChars: 6000, zipf: 0.8, turns: 3, questionChars: 80 }),
 });
-
-const WORDS = (
-  "account audit balance batch billing branch budget cache claim client cluster contract credit " +
-  "customer deadline delivery deposit device dispute escalate export field filing freight grant " +
-  "holder invoice journal ledger license limit margin merchant notice order owner partner payment " +
-  "period policy portal premium quota rebate record refund region renewal report request reserve " +
-  "retention review schedule segment service settlement shipment storage supplier support tariff " +
-  "tenant ticket transfer upgrade vendor voucher warranty window"
-).split(" ");
-
-/** About `chars` characters of sentences drawn from `rng`, cut at `chars`. */
-export function prose(rng: Rng, chars: number): string {
-  let out = "";
-  while (out.length < chars) {
-    const n = rng.intBetween(6, 14);
-    const words = Array.from({ length: n }, () => WORDS[rng.int(WORDS.length)]!);
-    words[0] = words[0]!.charAt(0).toUpperCase() + words[0]!.slice(1);
-    out += `${words.join(" ")} ${rng.intBetween(1, 999)}. `;
-  }
-  return out.slice(0, chars);
-}
 
 function checkParams(p: EngineWorkloadParams): void {
   for (const [name, min, max] of [

@@ -5,13 +5,17 @@
  * It loads node-llama-cpp (CPU only, prebuilt binaries only: nothing is built or downloaded),
  * the model, a context of `slots` sequences of `contextSize` tokens each, one thread; listens;
  * and reports `{ type: "ready", port }` (or `{ type: "error", message }`) to its parent. It
- * exits when its parent closes the channel or dies, so no engine outlives the fleet.
+ * exits when its parent closes the channel or dies, so no engine outlives the fleet. With
+ * `kvEvents`, it publishes its slots' KV-cache events (kv-events.ts): on a ZeroMQ socket, and/or
+ * to its parent as `{ type: "kv-events", batch }` messages (the channel's serialization is
+ * "advanced": block hashes are bigints).
  */
 
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { LlamaEngine } from "./engine.js";
-import { TINY_LLAMA_VOCAB_SIZE } from "./gguf.js";
+import { tinyLlamaVocabularySize } from "./gguf.js";
+import { fanOut, ipcPublisher, openZmqKvPublisher, type KvEventBatch, type KvPublisher } from "./kv-events.js";
 import { loadNodeLlamaCpp } from "./runtime.js";
 import { createLlamaServer } from "./server.js";
 
@@ -30,10 +34,19 @@ export interface EngineProcessConfig {
   readonly defaultMaxTokens: number;
   /** node-llama-cpp's entry module, as the parent resolved it. */
   readonly nodeLlamaCpp: string;
+  /** Where to publish KV events; none when absent. */
+  readonly kvEvents?: {
+    /** The ZeroMQ PUB socket's endpoint (`tcp://host:port`), if any. */
+    readonly endpoint?: string;
+    /** The replay ROUTER socket's endpoint, if any. */
+    readonly replayEndpoint?: string;
+    /** Whether to send every batch to the parent too. */
+    readonly toParent: boolean;
+  };
 }
 
 /** A message from an engine process to its parent. */
-export type EngineProcessMessage = { type: "ready"; port: number } | { type: "error"; message: string };
+export type EngineProcessMessage = { type: "ready"; port: number } | { type: "error"; message: string } | { type: "kv-events"; batch: KvEventBatch };
 
 function send(message: EngineProcessMessage): Promise<void> {
   return new Promise((resolve) => {
@@ -64,13 +77,23 @@ async function main(): Promise<void> {
     });
     const model = await llama.loadModel({ modelPath: config.modelPath, gpuLayers: 0 });
     const context = await model.createContext({ sequences: config.slots, contextSize: config.contextSize, threads: config.threads });
+    const publishers: KvPublisher[] = [];
+    if (config.kvEvents?.endpoint !== undefined) publishers.push(await openZmqKvPublisher({ endpoint: config.kvEvents.endpoint, replayEndpoint: config.kvEvents.replayEndpoint }));
+    if (config.kvEvents?.toParent === true) {
+      publishers.push(
+        ipcPublisher((batch) => {
+          if (process.connected) process.send!({ type: "kv-events", batch } satisfies EngineProcessMessage);
+        }),
+      );
+    }
     const engine = new LlamaEngine({
       model,
       context,
       slots: config.slots,
       slotPromptSimilarity: config.slotPromptSimilarity,
       clock: performance,
-      vocabularySize: TINY_LLAMA_VOCAB_SIZE,
+      vocabularySize: tinyLlamaVocabularySize(),
+      ...(publishers.length > 0 && { kvEvents: fanOut(publishers) }),
     });
     const server = createLlamaServer({ id: config.id, modelName: config.modelName, engine, defaultMaxTokens: config.defaultMaxTokens, wallClock: Date.now });
     await new Promise<void>((resolve, reject) => {

@@ -8,12 +8,16 @@
  * sampled one at a time (temperature 0) until the limit, the end-of-text token, or the end of
  * the slot's context → the slot is released holding the prompt and the generated tokens it
  * evaluated, for the next request to reuse.
+ *
+ * With a KV-event publisher, each change of a slot's tokens (the erase that starts a request,
+ * the prompt's evaluation, the request's end) is published as vLLM's block events (kv-events.ts).
  */
 
 import { FleetError } from "../errors.js";
 import { Histogram, TTFT_BUCKETS_SECONDS } from "../histogram.js";
 import type { EngineStats } from "../engine.js";
 import type { LlamaContext, LlamaContextSequence, LlamaModel, Token } from "./runtime.js";
+import { KV_BLOCK_SIZE, SlotBlockEvents, type KvPublisher } from "./kv-events.js";
 import { SlotScheduler, type SlotChoice } from "./slots.js";
 
 /** Why a generation ended (OpenAI's `finish_reason`, plus `abort` for a client gone). */
@@ -56,6 +60,16 @@ export interface LlamaEngineOptions {
   readonly clock: { now(): number };
   /** Token ids are below this. */
   readonly vocabularySize: number;
+  /** Where to publish the slots' KV-cache events; none when absent. */
+  readonly kvEvents?: KvPublisher;
+}
+
+/** One slot as `GET /slots` shows it. */
+export interface SlotState {
+  readonly id: number;
+  readonly isProcessing: boolean;
+  /** The tokens its KV cache holds, in order. */
+  readonly tokens: readonly Token[];
 }
 
 /** One engine; see the file header. */
@@ -67,6 +81,9 @@ export class LlamaEngine {
   private readonly scheduler: SlotScheduler;
   private readonly clock: { now(): number };
   private readonly ttft = new Histogram(TTFT_BUCKETS_SECONDS);
+  private readonly kvEvents: KvPublisher | undefined;
+  private readonly blocks: SlotBlockEvents | undefined;
+  private readonly busy: boolean[];
   private counters = { requests: 0, completed: 0, aborted: 0, promptTokens: 0, cachedTokens: 0, generationTokens: 0 };
 
   constructor(options: LlamaEngineOptions) {
@@ -76,11 +93,29 @@ export class LlamaEngine {
     this.vocabularySize = options.vocabularySize;
     this.sequences = Array.from({ length: options.slots }, () => options.context.getSequence());
     this.scheduler = new SlotScheduler(options.slots, options.slotPromptSimilarity);
+    this.busy = new Array<boolean>(options.slots).fill(false);
+    this.kvEvents = options.kvEvents;
+    if (this.kvEvents !== undefined) this.blocks = new SlotBlockEvents(options.slots, KV_BLOCK_SIZE);
   }
 
-  /** llama.cpp's tokens of `text` (special-token texts read as plain text). */
-  tokenize(text: string): Token[] {
-    return this.model.tokenize(text, false);
+  /** Each slot: whether it runs a request, and the tokens its KV cache holds. */
+  slots(): SlotState[] {
+    return this.sequences.map((seq, id) => ({ id, isProcessing: this.busy[id]!, tokens: seq.contextTokens.slice() }));
+  }
+
+  /** Publishes what changed in `slot`'s whole blocks since it was last published. */
+  private publishSlot(slot: number): void {
+    if (this.blocks === undefined) return;
+    const events = this.blocks.update(slot, this.sequences[slot]!.contextTokens);
+    if (events.length > 0) this.kvEvents!.publish(events);
+  }
+
+  /**
+   * llama.cpp's tokens of `text`; with `specialTokens` (the default, as llama-server's
+   * `parse_special`) control-token texts such as `<|eot_id|>` are those tokens.
+   */
+  tokenize(text: string, specialTokens = true): Token[] {
+    return this.model.tokenize(text, specialTokens);
   }
 
   /** llama.cpp's text of `tokens` (control tokens dropped). */
@@ -118,8 +153,12 @@ export class LlamaEngine {
     let generated = 0;
     let ttftMs = Number.NaN;
     let finishReason: FinishReason = "abort";
+    this.busy[choice.slot] = true;
     try {
-      if (choice.reused < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: choice.reused, end: seq.nextTokenIndex }]);
+      if (choice.reused < seq.nextTokenIndex) {
+        await seq.eraseContextTokenRanges([{ start: choice.reused, end: seq.nextTokenIndex }]);
+        this.publishSlot(choice.slot);
+      }
       this.counters.promptTokens += prompt.length;
       this.counters.cachedTokens += choice.reused;
       callbacks.onAdmit?.({ slot: choice.slot, cachedTokens: choice.reused, queueMs });
@@ -131,6 +170,8 @@ export class LlamaEngine {
           if (generated === 0) {
             ttftMs = this.clock.now() - arrival;
             this.ttft.observe(ttftMs / 1000);
+            // The prompt is evaluated: its blocks are held (vLLM publishes them as they are computed).
+            this.publishSlot(choice.slot);
           }
           callbacks.onToken?.(token, generated, ttftMs);
           generated++;
@@ -147,7 +188,12 @@ export class LlamaEngine {
       this.counters.generationTokens += generated;
       if (finishReason === "abort") this.counters.aborted++;
       else this.counters.completed++;
-      this.scheduler.release(choice.slot, seq.contextTokens.slice());
+      this.busy[choice.slot] = false;
+      try {
+        this.publishSlot(choice.slot);
+      } finally {
+        this.scheduler.release(choice.slot, seq.contextTokens.slice());
+      }
     }
     return { promptTokens: prompt.length, cachedTokens: choice.reused, outputTokens: generated, finishReason, slot: choice.slot, queueMs, ttftMs };
   }

@@ -15,15 +15,18 @@
  * `n_out` outputs has dims `[n_in, n_out]`.
  *
  * The tiny model ({@link tinyLlamaGguf}) is a llama-architecture network with random weights
- * drawn from a seed, and a byte-level vocabulary: token `b` (0–255) is the byte `b`, written
- * as GPT-2's byte-to-character mapping under llama.cpp's `gpt2` tokenizer with no merges, so
- * every UTF-8 byte of a prompt is exactly one token. Tokens 256 and 257 are the beginning- and
- * end-of-text control tokens; neither is added when tokenizing. Its output is gibberish; its
- * prefill cost and its KV-cache reuse are llama.cpp's own. Cost: one pass over ~3.4 M weights
- * (about 7 MB of F16 at the defaults), well under a second.
+ * drawn from a seed, and a byte-level BPE vocabulary (bpe.ts) under llama.cpp's `gpt2` tokenizer
+ * with the `qwen2` pre-tokenizer: tokens 0–255 are the bytes (GPT-2's byte characters), 256–260
+ * the Llama 3.1 chat template's control tokens (`<|begin_of_text|>`, `<|end_of_text|>`,
+ * `<|start_header_id|>`, `<|end_header_id|>`, `<|eot_id|>`), then one token per learned merge.
+ * Nothing is added when tokenizing. The same vocabulary is written as a Hugging Face
+ * `tokenizer.json` by tokenizer-files.ts. Its output is gibberish; its prefill cost and its
+ * KV-cache reuse are llama.cpp's own. Cost: one pass over ~3.6 M weights (about 7 MB of F16 at
+ * the defaults), well under a second.
  */
 
 import { mix32 } from "../../sim/random.js";
+import { TINY_LLAMA_CONTROL_TOKENS, tinyLlamaTokenizer } from "./bpe.js";
 
 /** The magic of a GGUF file: the bytes `GGUF`. */
 export const GGUF_MAGIC = 0x46554747;
@@ -501,26 +504,14 @@ export const DEFAULT_TINY_LLAMA: Readonly<Required<TinyLlamaOptions>> = Object.f
   contextLength: 8192,
 });
 
-/** Vocabulary size of the tiny model: 256 byte tokens, then BOS and EOS. */
-export const TINY_LLAMA_VOCAB_SIZE = 258;
+/** Vocabulary size of the tiny model: 256 byte tokens, the 5 control tokens and the learned merges. */
+export function tinyLlamaVocabularySize(): number {
+  return tinyLlamaTokenizer().vocabularySize;
+}
 /** Token id of the beginning-of-text control token. */
 export const TINY_LLAMA_BOS = 256;
-/** Token id of the end-of-text control token (the model's end of generation). */
+/** Token id of the end-of-text control token (the model's end of generation, with `<|eot_id|>`). */
 export const TINY_LLAMA_EOS = 257;
-
-/**
- * GPT-2's byte → character table: printable Latin-1 bytes map to themselves, the others to
- * U+0100 onwards, so every byte is a visible one-character token text.
- */
-function byteCharacters(): string[] {
-  const chars: string[] = new Array<string>(256);
-  let next = 0;
-  for (let b = 0; b < 256; b++) {
-    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-    chars[b] = String.fromCharCode(printable ? b : 256 + next++);
-  }
-  return chars;
-}
 
 function positiveInt(name: string, v: number, max = 1 << 20): number {
   if (!Number.isSafeInteger(v) || v < 1 || v > max) throw new RangeError(`Expected \`${name}\` to be an integer from 1 to ${max}, got ${String(v)}`);
@@ -556,17 +547,18 @@ export function tinyLlamaGguf(options: TinyLlamaOptions = {}): Uint8Array {
   const o = resolveTinyLlama(options);
   const headDim = o.embeddingLength / o.heads;
   const kvWidth = headDim * o.kvHeads;
-  const chars = byteCharacters();
-  const tokens = [...chars, "<|begin_of_text|>", "<|end_of_text|>"];
+  const bpe = tinyLlamaTokenizer().model;
+  const tokens = bpe.tokens;
+  const vocabularySize = tokens.length;
   // 1 = normal, 3 = control (llama.cpp's llama_token_type).
-  const tokenTypes = tokens.map((_, i) => (i < 256 ? 1 : 3));
+  const tokenTypes = tokens.map((_, i) => (i >= 256 && i < 256 + TINY_LLAMA_CONTROL_TOKENS.length ? 3 : 1));
   const u32 = (value: number): GgufValue => ({ type: "uint32", value });
   const metadata: [string, GgufValue][] = [
     ["general.architecture", { type: "string", value: "llama" }],
     ["general.name", { type: "string", value: `prefix-router tiny llama (seed ${o.seed})` }],
     ["general.file_type", u32(1)], // mostly F16
     ["general.alignment", u32(GGUF_DEFAULT_ALIGNMENT)],
-    ["llama.vocab_size", u32(TINY_LLAMA_VOCAB_SIZE)],
+    ["llama.vocab_size", u32(vocabularySize)],
     ["llama.context_length", u32(o.contextLength)],
     ["llama.embedding_length", u32(o.embeddingLength)],
     ["llama.block_count", u32(o.layers)],
@@ -577,12 +569,12 @@ export function tinyLlamaGguf(options: TinyLlamaOptions = {}): Uint8Array {
     ["llama.rope.dimension_count", u32(headDim)],
     ["llama.rope.freq_base", { type: "float32", value: 10000 }],
     ["tokenizer.ggml.model", { type: "string", value: "gpt2" }],
-    // Any pre-tokenizer splits the text into pieces whose bytes are then one token each; this is
-    // one for which llama.cpp leaves `clean_spaces` off, so detokenizing gives the bytes back.
+    // Qwen2's split, for which llama.cpp leaves `clean_spaces` off (detokenizing gives the bytes
+    // back) and which Hugging Face's tokenizer.json expresses exactly (tokenizer-files.ts).
     ["tokenizer.ggml.pre", { type: "string", value: "qwen2" }],
     ["tokenizer.ggml.tokens", { type: "array", itemType: "string", values: tokens }],
     ["tokenizer.ggml.token_type", { type: "array", itemType: "int32", values: tokenTypes }],
-    ["tokenizer.ggml.merges", { type: "array", itemType: "string", values: [] }],
+    ["tokenizer.ggml.merges", { type: "array", itemType: "string", values: bpe.merges.map(([a, b]) => `${a} ${b}`) }],
     ["tokenizer.ggml.bos_token_id", u32(TINY_LLAMA_BOS)],
     ["tokenizer.ggml.eos_token_id", u32(TINY_LLAMA_EOS)],
     ["tokenizer.ggml.add_bos_token", { type: "bool", value: false }],
@@ -595,7 +587,7 @@ export function tinyLlamaGguf(options: TinyLlamaOptions = {}): Uint8Array {
     return { name, dims: [nIn, nOut], type: "f16", data: float16Bits(values) };
   };
   const norm = (name: string): GgufTensor => ({ name, dims: [o.embeddingLength], type: "f32", data: new Float32Array(o.embeddingLength).fill(1) });
-  const tensors: GgufTensor[] = [weight("token_embd.weight", o.embeddingLength, TINY_LLAMA_VOCAB_SIZE, 1), norm("output_norm.weight")];
+  const tensors: GgufTensor[] = [weight("token_embd.weight", o.embeddingLength, vocabularySize, 1), norm("output_norm.weight")];
   for (let l = 0; l < o.layers; l++) {
     tensors.push(
       norm(`blk.${l}.attn_norm.weight`),
@@ -610,9 +602,4 @@ export function tinyLlamaGguf(options: TinyLlamaOptions = {}): Uint8Array {
     );
   }
   return writeGguf({ metadata, tensors });
-}
-
-/** The byte a tiny-model token stands for, or `undefined` for a control token. */
-export function tinyLlamaTokenByte(token: number): number | undefined {
-  return Number.isInteger(token) && token >= 0 && token < 256 ? token : undefined;
 }

@@ -4,6 +4,9 @@
  * OpenAI/vLLM protocol (server.ts) with llama-server's slots (slots.ts), and returns the targets
  * to put a router in front of. See docs/real-engines.md.
  *
+ * KV events (`kvEvents`): each engine publishes what its slots hold as vLLM's block events
+ * (kv-events.ts), on a ZeroMQ socket per engine (`port + i`) and/or to `onBatch` in this process.
+ *
  * Process lifetime: every engine is a child process of the caller with an IPC channel; it exits
  * when the channel closes, so it dies with its parent (even a killed one). `close()` stops them
  * (SIGTERM, then SIGKILL after {@link ENGINE_STOP_GRACE_MS}).
@@ -12,14 +15,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { CACHE_DIR, cachedFile, processScript } from "../../common/process-script.js";
 import { FleetError } from "../errors.js";
 import { defaultInstanceIds } from "../virtual.js";
 import type { EngineProcessConfig, EngineProcessMessage } from "./engine-process.js";
 import { DEFAULT_TINY_LLAMA, tinyLlamaGguf, type TinyLlamaOptions } from "./gguf.js";
+import type { KvEventBatch } from "./kv-events.js";
+import { tinyLlamaTokenizerFiles } from "./tokenizer-files.js";
 import { missingLlamaError, resolveNodeLlamaCpp } from "./runtime.js";
 import { DEFAULT_SLOT_PROMPT_SIMILARITY, checkSimilarity } from "./slots.js";
 
@@ -62,6 +66,25 @@ export interface LlamaFleetOptions {
   port?: number;
   /** How long each engine gets to start. @default DEFAULT_ENGINE_START_TIMEOUT_MS (120 s) */
   startTimeoutMs?: number;
+  /** Publish each engine's KV-cache events (vLLM's block events, 16-token blocks); none when absent. @default undefined */
+  kvEvents?: LlamaKvEventsOptions;
+}
+
+/**
+ * Where the engines publish their KV-cache events (see kv-events.ts). llama-server publishes
+ * none; these engines publish what each slot holds after each change.
+ */
+export interface LlamaKvEventsOptions {
+  /**
+   * Port of engine `i`'s ZeroMQ PUB socket: `port + i` on `host` (vLLM's default is 5557), in
+   * vLLM's wire format; none when absent.
+   * @default undefined
+   */
+  port?: number;
+  /** Port of engine `i`'s replay ROUTER socket: `replayPort + i`; none when absent. @default undefined */
+  replayPort?: number;
+  /** Every batch, in this process too (over each engine's IPC channel), with the engine's id. @default undefined */
+  onBatch?: (engine: string, batch: KvEventBatch) => void;
 }
 
 /** One engine of the fleet. */
@@ -74,6 +97,8 @@ export interface LlamaTarget {
   readonly url: string;
   /** Process id of the engine. */
   readonly pid: number;
+  /** Its KV-event sockets, with `kvEvents.port` (and `replayPort`). */
+  readonly kvEvents?: { readonly endpoint: string; readonly replayEndpoint: string | undefined };
 }
 
 /** A running fleet of llama.cpp engines. */
@@ -81,6 +106,11 @@ export interface LlamaFleet {
   readonly targets: readonly LlamaTarget[];
   /** The generated model file, in the shared cache folder `<tmpdir>/prefix-router-llama`. */
   readonly modelPath: string;
+  /**
+   * The model's tokenizer as Hugging Face files, `tokenizer.json` and `tokenizer_config.json`
+   * (with its chat template), in a folder of the same cache (tokenizer-files.ts).
+   */
+  readonly tokenizerDir: string;
   /** Stops every engine process; safe to call more than once. */
   close(): Promise<void>;
 }
@@ -92,59 +122,35 @@ function intOption(name: string, value: number, min: number, max: number): numbe
   return value;
 }
 
-/** esbuild's build function, as the source checkout uses it (a dependency of tsup and tsx there). */
-type EsbuildBuild = (options: Record<string, unknown>) => Promise<{ outputFiles: { contents: Uint8Array }[] }>;
-
-/** The shared cache folder of generated files: `<tmpdir>/prefix-router-llama`. */
-const CACHE_DIR = join(tmpdir(), "prefix-router-llama");
-
-/**
- * `bytes` as a file of the cache folder named by their hash (`<name>-<hash><ext>`): written
- * once, never removed (a few MB at most), so that no fleet, even one whose process was killed,
- * leaves a copy behind. Written aside then renamed: a concurrent fleet never reads a partial file.
- */
-async function cachedFile(bytes: Uint8Array, name: string, ext: string): Promise<string> {
-  const path = join(CACHE_DIR, `${name}-${createHash("sha256").update(bytes).digest("hex").slice(0, 16)}${ext}`);
-  if (existsSync(path)) return path;
-  await mkdir(CACHE_DIR, { recursive: true });
-  const partial = `${path}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  await writeFile(partial, bytes);
-  await rename(partial, path);
-  return path;
+/** `files` in a folder of the cache named by their hash, written once (aside, then renamed). */
+async function cachedDir(files: Record<string, string>, name: string): Promise<string> {
+  const hash = createHash("sha256");
+  for (const [n, text] of Object.entries(files)) hash.update(n).update("\0").update(text).update("\0");
+  const dir = join(CACHE_DIR, `${name}-${hash.digest("hex").slice(0, 16)}`);
+  if (existsSync(dir)) return dir;
+  const partial = `${dir}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  await mkdir(partial, { recursive: true });
+  for (const [n, text] of Object.entries(files)) await writeFile(join(partial, n), text);
+  try {
+    await rename(partial, dir);
+  } catch (err) {
+    // Another fleet wrote the same folder first: keep it.
+    if (!existsSync(dir)) throw err;
+    await rm(partial, { recursive: true, force: true });
+  }
+  return dir;
 }
 
 /**
- * The script an engine process runs. Built package: its `fleet/llama-engine.js` entry (this code
- * sits in a chunk at the top of dist/ or in dist/fleet/). Source checkout (tests,
- * `npm run fleet`): engine-process.ts bundled by esbuild into the cache folder, so that the
- * engine, and the process node-llama-cpp forks to test its binary, run plain JavaScript with no
- * TypeScript loader to slow their start.
+ * The script an engine process runs: the built package's `fleet/llama-engine.js`, or, in a
+ * source checkout, engine-process.ts bundled into the cache folder (tools/common/process-script.ts).
  */
 async function engineScript(): Promise<string> {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith(".ts")) {
-    for (let d = dirname(here), up = 0; up < 3; up++, d = dirname(d)) {
-      const entry = join(d, "fleet", "llama-engine.js");
-      if (existsSync(entry)) return entry;
-    }
-    throw new FleetError("ENGINE_FAILED", `Cannot find the engine entry fleet/llama-engine.js near ${here}`);
+  try {
+    return await processScript(import.meta.url, "engine-process.ts", join("fleet", "llama-engine.js"), "llama-engine");
+  } catch (err) {
+    throw new FleetError("ENGINE_FAILED", `Cannot find the engine entry: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
-  // A computed specifier: the package's own build must not bundle esbuild.
-  const esbuildName = "esbuild";
-  const { build } = (await import(esbuildName)) as { build: EsbuildBuild };
-  const { outputFiles } = await build({
-    entryPoints: [join(dirname(here), "engine-process.ts")],
-    write: false,
-    outfile: "llama-engine.mjs",
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    // Loaded lazily by code the engine never runs (the SageMaker event stream).
-    external: ["@smithy/*"],
-    logLevel: "silent",
-  });
-  return cachedFile(outputFiles[0]!.contents, "llama-engine", ".mjs");
 }
 
 const TAIL_BYTES = 4096;
@@ -181,7 +187,7 @@ class EngineProcess {
         if (m.type === "ready") {
           cleanup();
           resolve(m.port);
-        } else fail(`failed to start: ${m.message}`);
+        } else if (m.type === "error") fail(`failed to start: ${m.message}`);
       };
       const onExit = (code: number | null, signal: NodeJS.Signals | null): void => fail(`exited while starting (${signal ?? `code ${code}`})`);
       const onError = (err: Error): void => fail(`could not be started: ${err.message}`);
@@ -231,11 +237,24 @@ export async function startLlamaFleet(options: LlamaFleetOptions = {}): Promise<
   const modelName = options.modelName ?? DEFAULT_LLAMA_MODEL;
   if (typeof modelName !== "string" || modelName.length === 0) throw new RangeError(`Expected \`modelName\` to be a non-empty string, got ${JSON.stringify(modelName)}`);
   const host = options.host ?? "127.0.0.1";
+  const kv = options.kvEvents;
+  if (kv !== undefined) {
+    if (kv.port !== undefined) intOption("kvEvents.port", kv.port, 1, 65535 - (instances - 1));
+    if (kv.replayPort !== undefined) {
+      if (kv.port === undefined) throw new RangeError("Expected `kvEvents.port` with `kvEvents.replayPort`, got none");
+      intOption("kvEvents.replayPort", kv.replayPort, 1, 65535 - (instances - 1));
+    }
+    if (kv.onBatch !== undefined && typeof kv.onBatch !== "function") throw new RangeError(`Expected \`kvEvents.onBatch\` to be a function, got ${typeof kv.onBatch}`);
+  }
+  const urlHost = host.includes(":") ? `[${host}]` : host;
+  const kvEndpoints = (i: number) =>
+    kv?.port === undefined ? undefined : { endpoint: `tcp://${urlHost}:${kv.port + i}`, replayEndpoint: kv.replayPort === undefined ? undefined : `tcp://${urlHost}:${kv.replayPort + i}` };
   const nodeLlamaCpp = resolveNodeLlamaCpp();
   if (nodeLlamaCpp === undefined) throw missingLlamaError();
   const bytes = tinyLlamaGguf({ ...options.model, seed, contextLength: Math.max(options.model?.contextLength ?? DEFAULT_TINY_LLAMA.contextLength, contextSize) });
 
   const modelPath = await cachedFile(bytes, "tiny-llama", ".gguf");
+  const tokenizerDir = await cachedDir(tinyLlamaTokenizerFiles(), "tiny-llama-tokenizer");
   const script = await engineScript();
   const engines: EngineProcess[] = [];
   let closed: Promise<void> | undefined;
@@ -258,21 +277,30 @@ export async function startLlamaFleet(options: LlamaFleetOptions = {}): Promise<
         slotPromptSimilarity,
         defaultMaxTokens,
         nodeLlamaCpp,
+        ...(kv !== undefined && { kvEvents: { ...kvEndpoints(i), toParent: kv.onBatch !== undefined } }),
       };
       const child = spawn(process.execPath, [script, JSON.stringify(config)], {
         stdio: ["ignore", "pipe", "pipe", "ipc"],
+        // Block hashes in KV events are bigints.
+        serialization: "advanced",
         // node-llama-cpp: never build or download llama.cpp, never look for a GPU.
         env: { ...process.env, NODE_LLAMA_CPP_SKIP_DOWNLOAD: "true", NODE_LLAMA_CPP_GPU: "false" },
       });
+      if (kv?.onBatch !== undefined) {
+        const onBatch = kv.onBatch;
+        child.on("message", (m: EngineProcessMessage) => {
+          if (m.type === "kv-events") onBatch(id, m.batch);
+        });
+      }
       engines.push(new EngineProcess(id, child));
     }
     const ports = await Promise.all(engines.map((e) => e.ready(startTimeoutMs)));
-    const urlHost = host.includes(":") ? `[${host}]` : host;
-    const targets = engines.map((e, i) => {
+    const targets = engines.map((e, i): LlamaTarget => {
       const url = `http://${urlHost}:${ports[i]!}`;
-      return { id: e.id, url, baseURL: `${url}/v1`, pid: e.child.pid! };
+      const kvEvents = kvEndpoints(i);
+      return { id: e.id, url, baseURL: `${url}/v1`, pid: e.child.pid!, ...(kvEvents !== undefined && { kvEvents }) };
     });
-    return { targets, modelPath, close };
+    return { targets, modelPath, tokenizerDir, close };
   } catch (err) {
     await close();
     throw err;

@@ -6,15 +6,16 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { tinyLlamaTokenizer } from "../../../../tools/fleet/llama/bpe.js";
 import {
   DEFAULT_TINY_LLAMA,
   GGUF_VERSION,
   TINY_LLAMA_BOS,
   TINY_LLAMA_EOS,
-  TINY_LLAMA_VOCAB_SIZE,
   float16Bits,
   readGguf,
   tinyLlamaGguf,
+  tinyLlamaVocabularySize,
   writeGguf,
   type GgufScalarType,
   type GgufTensor,
@@ -171,11 +172,11 @@ describe("tinyLlamaGguf", () => {
 
   it("pins the default model's bytes (a change to the generator changes this on purpose)", () => {
     const bytes = tinyLlamaGguf();
-    expect(bytes.length).toBe(6_439_552);
-    expect(createHash("sha256").update(bytes).digest("hex")).toBe("85d79036ec429cf2b5dba7f9308bb6711b8fcac848dbe9d94cb2624c76e1f5a7");
+    expect(bytes.length).toBe(6_827_680);
+    expect(createHash("sha256").update(bytes).digest("hex")).toBe("afc9d61540d2bc42f854f7b69ba967363486f075b227da584cda69384a4b3a35");
   });
 
-  it("describes a llama model with a byte-level vocabulary llama.cpp reads", () => {
+  it("describes a llama model with a byte-level BPE vocabulary llama.cpp reads", () => {
     const file = readGguf(tinyLlamaGguf());
     const value = (k: string): unknown => {
       const v = file.metadata.get(k);
@@ -191,22 +192,26 @@ describe("tinyLlamaGguf", () => {
     expect(value("llama.attention.head_count_kv")).toBe(d.kvHeads);
     expect(value("llama.rope.dimension_count")).toBe(d.embeddingLength / d.heads);
     expect(value("tokenizer.ggml.model")).toBe("gpt2");
-    expect(value("tokenizer.ggml.merges")).toEqual([]);
+    expect(value("tokenizer.ggml.pre")).toBe("qwen2");
+    const bpe = tinyLlamaTokenizer().model;
+    expect(value("tokenizer.ggml.merges")).toEqual(bpe.merges.map(([a, b]) => `${a} ${b}`));
     expect([value("tokenizer.ggml.bos_token_id"), value("tokenizer.ggml.eos_token_id")]).toEqual([TINY_LLAMA_BOS, TINY_LLAMA_EOS]);
     expect([value("tokenizer.ggml.add_bos_token"), value("tokenizer.ggml.add_eos_token")]).toEqual([false, false]);
     const tokens = value("tokenizer.ggml.tokens") as string[];
-    expect(tokens).toHaveLength(TINY_LLAMA_VOCAB_SIZE);
+    const vocabularySize = tinyLlamaVocabularySize();
+    expect(tokens).toEqual(bpe.tokens);
     // GPT-2's byte characters: printable bytes are themselves, the rest are shifted past U+00FF.
-    expect(new Set(tokens).size).toBe(TINY_LLAMA_VOCAB_SIZE);
+    expect(new Set(tokens).size).toBe(vocabularySize);
     expect([tokens[0x61], tokens[0x20], tokens[0x0a], tokens[0xe9]]).toEqual(["a", "\u0120", "\u010a", "é"]);
     expect(tokens.slice(0, 256).every((t) => [...t].length === 1)).toBe(true);
-    expect((value("tokenizer.ggml.token_type") as number[]).slice(254)).toEqual([1, 1, 3, 3]);
+    expect((value("tokenizer.ggml.token_type") as number[]).slice(254, 262)).toEqual([1, 1, 3, 3, 3, 3, 3, 1]);
+    expect(tokens.slice(256, 261)).toEqual(["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]);
     const names = file.tensors.map((t) => t.name);
     expect(names.slice(0, 2)).toEqual(["token_embd.weight", "output_norm.weight"]);
     expect(names).toHaveLength(2 + 9 * d.layers);
     const byName = new Map(file.tensors.map((t) => [t.name, t]));
     const headDim = d.embeddingLength / d.heads;
-    expect(byName.get("token_embd.weight")!.dims).toEqual([d.embeddingLength, TINY_LLAMA_VOCAB_SIZE]);
+    expect(byName.get("token_embd.weight")!.dims).toEqual([d.embeddingLength, vocabularySize]);
     expect(byName.get("blk.3.attn_k.weight")!.dims).toEqual([d.embeddingLength, headDim * d.kvHeads]);
     expect(byName.get("blk.0.ffn_down.weight")!.dims).toEqual([d.feedForwardLength, d.embeddingLength]);
     expect(byName.get("blk.0.attn_norm.weight")!.type).toBe(0);

@@ -1,6 +1,6 @@
 /**
  * Real llama.cpp engines (startLlamaFleet) with the real openai client and router: llama.cpp
- * loads the generated model and tokenizes byte by byte; a repeated prompt is served from the
+ * loads the generated model and tokenizes with its BPE (bpe.ts's ids); a repeated prompt is served from the
  * slot's KV cache, faster; prefix-aware routing gets a higher engine-reported hit than random;
  * no engine outlives `close()` or a killed parent. Only relative facts are asserted: timings
  * differ from machine to machine.
@@ -20,6 +20,8 @@ import { resolveNodeLlamaCpp } from "../../../../tools/fleet/llama/runtime.js";
 import { createRandom } from "../../../../tools/sim/random.js";
 import { renderPrompt } from "../../../../tools/fleet/template.js";
 import { runEngineBench } from "../../../../tools/bench/engines/run.js";
+import { tinyLlamaTokenizer } from "../../../../tools/fleet/llama/bpe.js";
+import { tinyLlamaVocabularySize } from "../../../../tools/fleet/llama/gguf.js";
 import { engineWorkload } from "../../../../tools/bench/engines/workloads.js";
 
 const installed = resolveNodeLlamaCpp() !== undefined;
@@ -71,19 +73,24 @@ describe.skipIf(!installed && !required)("real llama.cpp engines", () => {
     expect(installed, "node-llama-cpp is not installed: npm run engines:llama").toBe(true);
   });
 
-  it("tokenizes with llama.cpp one token per UTF-8 byte, and detokenizes back to the same text", async () => {
+  it("tokenizes with llama.cpp as bpe.ts does, control tokens parsed unless parse_special is false, and detokenizes back", async () => {
     const engine = fleet.targets[0]!.url;
     const post = async (path: string, body: unknown): Promise<Record<string, unknown>> => {
       const res = await fetch(`${engine}${path}`, { method: "POST", body: JSON.stringify(body) });
       expect(res.status).toBe(200);
       return (await res.json()) as Record<string, unknown>;
     };
+    const tok = tinyLlamaTokenizer();
     for (const text of ["Hello, world", "héllo wörld 😀 ▁x", "spaces before punctuation , . ? !", "<|begin_of_text|> is text here", "\u0000\t\r\n \u00ff"]) {
       const { tokens } = (await post("/tokenize", { content: text })) as { tokens: number[] };
-      expect(tokens).toEqual([...Buffer.from(text, "utf8")]);
-      expect((await post("/detokenize", { tokens })).content).toBe(text);
+      expect(tokens).toEqual(tok.encode(text));
+      expect((await post("/detokenize", { tokens })).content).toBe(text.replace("<|begin_of_text|>", ""));
+      const plain = (await post("/tokenize", { content: text, parse_special: false })) as { tokens: number[] };
+      expect(plain.tokens).toEqual(tok.encode(text, false));
+      expect((await post("/detokenize", { tokens: plain.tokens })).content).toBe(text);
     }
-    const bad = await fetch(`${engine}/detokenize`, { method: "POST", body: JSON.stringify({ tokens: [1, 258] }) });
+    expect(((await post("/tokenize", { content: "<|eot_id|>" })) as { tokens: number[] }).tokens).toEqual([260]);
+    const bad = await fetch(`${engine}/detokenize`, { method: "POST", body: JSON.stringify({ tokens: [1, tinyLlamaVocabularySize()] }) });
     expect(bad.status).toBe(400);
   });
 
@@ -111,13 +118,13 @@ describe.skipIf(!installed && !required)("real llama.cpp engines", () => {
     };
     const cold = await ask();
     const warm = await ask();
-    // The engine's own count: the rendered chat prompt, one token per UTF-8 byte.
-    const promptBytes = Buffer.byteLength(renderPrompt({ messages }), "utf8");
-    expect(cold.usage?.prompt_tokens).toBe(promptBytes);
+    // The engine's own count: the rendered chat prompt in the tiny model's BPE tokens.
+    const promptTokens = tinyLlamaTokenizer().encode(renderPrompt({ messages })).length;
+    expect(cold.usage?.prompt_tokens).toBe(promptTokens);
     expect(cold.usage?.completion_tokens).toBe(4);
     expect(cold.usage?.prompt_tokens_details?.cached_tokens).toBe(0);
     // Everything but the last prompt token, which is evaluated again for the first output token.
-    expect(warm.usage?.prompt_tokens_details?.cached_tokens).toBe(promptBytes - 1);
+    expect(warm.usage?.prompt_tokens_details?.cached_tokens).toBe(promptTokens - 1);
     expect(warm.text).toBe(cold.text);
     expect(warm.ttftMs).toBeLessThan(cold.ttftMs);
     expect(warm.engineTtftMs).toBeLessThan(cold.engineTtftMs);
@@ -162,7 +169,7 @@ describe.skipIf(!installed && !required)("real llama.cpp engines", () => {
     expect(prefixAware).toBeGreaterThan(random);
   });
 
-  it("bench --engine llama: every session played for each strategy, the engine's prompt tokens the rendered prompt's bytes", { timeout: 240_000 }, async () => {
+  it("bench --engine llama: every session played for each strategy, the engine's prompt tokens the ideal's (the same tokenizer)", { timeout: 240_000 }, async () => {
     const res = await runEngineBench({
       engines: ["llama"],
       workload: engineWorkload("short-prompts", 1, { sessions: 6, prefixChars: 500 }),
@@ -179,7 +186,7 @@ describe.skipIf(!installed && !required)("real llama.cpp engines", () => {
       expect(run.records).toHaveLength(6);
       for (const r of run.records) {
         expect(r.error).toBeUndefined();
-        expect(r.promptTokens).toBe(r.promptChars);
+        expect(r.promptTokens).toBe(r.idealPromptTokens);
         expect(r.cachedTokens).toBeLessThan(r.promptTokens);
       }
     }

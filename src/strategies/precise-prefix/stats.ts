@@ -1,0 +1,46 @@
+/** What `precise-prefix` reports under `router.stats()` and adds to a decision's reason. */
+import type { KvIndexStats } from "../../kv-events/index.js";
+import type { TokenizerStats } from "../../kv-events/tokenizer.js";
+
+/** Where the strategy stands with its tokenizer. */
+export type PreciseState =
+  /** Loading the tokenizer or checking it against the engine: requests route on `longest-prefix`. */
+  | "starting"
+  /** Tokens known: requests route on the index. */
+  | "ready"
+  /** No tokenizer configured: every request routes on `longest-prefix`. */
+  | "off"
+  /** The tokenizer could not be loaded, or disagrees with the engine's `/tokenize`: every request routes on `longest-prefix` (a warning said why). */
+  | "failed"
+  | "mismatch";
+
+/** `router.stats().precise`: tokenizer, KV-event index, feed, prediction accuracy. */
+export interface PrecisePrefixStats {
+  state: PreciseState;
+  /** Decisions taken on tokens, and on `longest-prefix` (no tokens). */
+  routed: { precise: number; approximate: number };
+  /**
+   * The closed loop's measure: responses that reported cached tokens, and those whose report was
+   * within 10% of the prediction (`|cached − predicted| ≤ 0.1 × max(cached, predicted)`).
+   */
+  predictions: { tested: number; within10Percent: number };
+  index: KvIndexStats;
+  tokenizer: TokenizerStats | undefined;
+  /** The feed's own statistics (events/s, lag, gaps, replays), as it reports them. */
+  feed: unknown;
+}
+
+/** `RouterStats.precise`. */
+export interface PrecisePrefixStatsHolder {
+  /** The `precise-prefix` strategy: tokenizer, KV-event index, feed, prediction accuracy; present only with that strategy. */
+  precise?: PrecisePrefixStats;
+}
+
+/** What `precise-prefix` adds to a decision's reason (`Decision.reason`) beside `longest-prefix`'s block figures. */
+export interface PrecisePrefixReason {
+  /** `precise-prefix`: where the chosen target's match came from — its KV events, or what this router sent it (its feed not in sync). Blocks are token blocks then. */
+  matchedBy?: "events" | "approximate";
+}
+
+/** The reason fields, in the order the header encodes them. */
+export const PRECISE_PREFIX_REASON = ["matchedBy"] as const satisfies readonly (keyof PrecisePrefixReason)[];

@@ -1,0 +1,325 @@
+/**
+ * The `precise-prefix` strategy: send each request to the engine that holds the longest run of
+ * its blocks, as the engines' own KV events say (docs/precise.md).
+ *
+ *   m_t = leading blocks of the request's token chain that engine t holds or was just sent
+ *         (the KV-event index, `../../kv-events/index.ts`)       when t's feed is in sync,
+ *         that this router sent to t (the approximate index)     when it is not;
+ *   predicted cached tokens on t = m_t × blockSize (exact: blocks are token blocks).
+ *
+ * Placement is `longest-prefix`'s, reused whole (this class extends it): the ranking (longest
+ * match, then rendezvous on the divergence / anchor block), the bounded load, the candidates every
+ * router process agrees on for a request the fleet knows little of, and the queued-prefill
+ * fallback — only the match lengths and the unit (tokens, not characters) differ.
+ *
+ * Requests whose tokens are not known — no tokenizer configured, one that failed the start-up
+ * check against the engine, a cold prompt whose first segment is still being tokenized off the
+ * event loop, a body the template cannot render — route on `longest-prefix` itself (characters),
+ * a second instance inside this one. A conversation's later turns find their earlier turns
+ * tokenized; a cold prompt's retry, or the next request with the same start, finds it too.
+ *
+ * Cost of a decision: the chat template's render and a cache lookup per segment (`read`), two
+ * XXH32 lanes per known block, one index probe per block (+ pending probes where an engine's bit
+ * is missing), then `longest-prefix`'s placement. `microbench/precise-decision.ts` measures it.
+ */
+import type { Logger } from "../../logger.js";
+import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
+import { TokenRatio } from "../../closed-loop/closed-loop.js";
+import { KvBlockIndex, type KvIndexStats, type RunsQuery } from "../../kv-events/index.js";
+import { EndpointBackend, type PromptTokenizer, type PromptTokens, type TokenizerStats, checkAgainstEngine, loadTokenizer } from "../../kv-events/tokenizer.js";
+import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
+import type { BlockChain } from "../longest-prefix/chain.js";
+import type { LongestPrefixConfig } from "../longest-prefix/options.js";
+import type { MatchSource } from "../longest-prefix/ranking.js";
+import { LongestPrefix, type LongestPrefixEnv } from "../longest-prefix/strategy.js";
+import type { ChainRanking } from "../longest-prefix/ranking.js";
+import { type PreciseChain, TokenChains, isPrecise } from "./chain.js";
+import type { KvFeedLike, PrecisePrefixConfig } from "./options.js";
+import type { PrecisePrefixStats, PreciseState } from "./stats.js";
+
+export type { PrecisePrefixStats, PreciseState } from "./stats.js";
+
+export type { PreciseChain } from "./chain.js";
+
+type Ctx = PickContext<{ id: string }>;
+
+
+/**
+ * A pick's figures beyond `longest-prefix`'s: `matchedBy` reaches `Decision.reason` (with
+ * `matchedBlocks`, `longestMatchBlocks` and `blocks`, in token blocks); the rest is for tests and
+ * the benchmark.
+ */
+export interface PrecisePick extends StrategyPick {
+  /** Where the chosen target's match came from: its KV events (and this router's pending decisions), or what this router sent it (its feed is not in sync). */
+  readonly matchedBy: "events" | "approximate";
+  /** Tokens of the prompt known at the decision, and whether that is the whole prompt. */
+  readonly knownTokens: number;
+  readonly complete: boolean;
+  /** Candidates whose feed was in sync. */
+  readonly inSync: number;
+}
+
+/** `router.stats().precise`. */
+
+/** What the strategy needs from its router: `longest-prefix`'s environment and a logger. */
+export interface PrecisePrefixEnv extends LongestPrefixEnv {
+  readonly logger: Logger;
+}
+
+/** Exact token counts: the unit of a precise chain is the token. */
+class ExactTokens extends TokenRatio {
+  override get value(): number {
+    return 1;
+  }
+  override tokens(units: number): number {
+    return Math.floor(units);
+  }
+  override learn(): boolean {
+    return false;
+  }
+}
+
+/** The `precise-prefix` strategy of one router. */
+export class PrecisePrefix extends LongestPrefix {
+  override readonly name: string = "precise-prefix";
+  /** What the engines hold: the feed's sink. */
+  readonly index: KvBlockIndex;
+  readonly feed: KvFeedLike | undefined;
+  /** Resolves when the tokenizer is loaded and checked (or failed: see {@link PrecisePrefix.state}). Never rejects. */
+  readonly ready: Promise<void>;
+  private tokenizer: PromptTokenizer | undefined;
+  private stateNow: PreciseState = "starting";
+  private readonly approx: LongestPrefix;
+  private readonly precise: PrecisePrefixConfig;
+  private readonly logger: Logger;
+  private ids: string[] = [];
+  private engineSlots = new Int32Array(0);
+  /** runs[i]: target i's match from the events this decision, or −1 (approximate). */
+  private runs = new Int32Array(0);
+  private candSlots = new Int32Array(16);
+  private candRuns = new Int32Array(16);
+  private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0 };
+  /** Requests' token chains, with the cache of earlier prompts'. */
+  private readonly tokenChains: TokenChains;
+  private held = new Int32Array(16);
+  /** The index query of each decision, refilled in place. */
+  private readonly query: RunsQuery = { engines: this.candSlots, now: 0, out: this.candRuns, held: undefined, eventRuns: undefined };
+
+  /**
+   * @param approximate `longest-prefix`'s settings: its placement rules are shared, and it routes
+   *   what has no tokens (and engines whose feed is not in sync)
+   */
+  constructor(env: PrecisePrefixEnv, approximate: LongestPrefixConfig, p: PrecisePrefixConfig) {
+    // The placement runs in token blocks: blockSize tokens, ratio 1.
+    super(env, { ...approximate, blockSize: p.blockSize });
+    this.precise = p;
+    this.logger = env.logger;
+    this.approx = new LongestPrefix(env, approximate);
+    this.index = new KvBlockIndex({ blockSize: p.blockSize, capacityBlocks: p.capacityBlocks, model: p.model, pendingTtlMs: p.pendingTtlMs, pendingCapacity: p.pendingCapacity });
+    this.tokenChains = new TokenChains(this.index.hasher, p.blockSize, p.model);
+    this.feed = typeof p.feed === "function" ? p.feed(this.index) : p.feed;
+    this.ready = this.start(env.clock);
+  }
+
+  /** Where the strategy stands with its tokenizer. */
+  get state(): PreciseState {
+    return this.stateNow;
+  }
+
+  /** The tokenizer, once loaded. */
+  get tokens(): PromptTokenizer | undefined {
+    return this.tokenizer;
+  }
+
+  private async start(clock: Clock): Promise<void> {
+    const p = this.precise;
+    if (p.tokenizer === undefined) {
+      this.stateNow = "off";
+      this.logger.warn("precise-prefix: no `precisePrefix.tokenizer` configured; every request routes on the approximate strategy (longest-prefix)");
+      return;
+    }
+    try {
+      const loaded = await loadTokenizer(p.tokenizer, { model: p.model, cacheTokens: p.cacheTokens, maxQueuedChars: p.maxQueuedChars, worker: p.worker, timeoutMs: p.tokenizeTimeoutMs, clock, logger: this.logger });
+      this.tokenizer = loaded.tokenizer;
+      const checkUrl = p.checkUrl ?? ("endpoint" in p.tokenizer ? p.tokenizer.endpoint : undefined);
+      if (checkUrl !== undefined) {
+        let mismatch: string | undefined;
+        try {
+          mismatch = await checkAgainstEngine(loaded.tokenizer, new EndpointBackend(checkUrl, p.model, p.tokenizeTimeoutMs));
+        } catch (e) {
+          this.logger.warn(`precise-prefix: could not check the tokenizer against ${checkUrl}/tokenize (${(e as Error).message}); routing on it unchecked`, { error: e });
+        }
+        if (mismatch !== undefined) {
+          this.stateNow = "mismatch";
+          this.logger.warn(`precise-prefix: the tokenizer does not match the engine's: ${mismatch}. Every request routes on the approximate strategy (longest-prefix) until the tokenizer files match the served model`);
+          return;
+        }
+      }
+      this.stateNow = "ready";
+    } catch (e) {
+      this.stateNow = "failed";
+      this.logger.warn(`precise-prefix: ${(e as Error).message}; every request routes on the approximate strategy (longest-prefix)`, { error: e });
+    }
+  }
+
+  /** Stops the tokenizer's worker. */
+  async close(): Promise<void> {
+    await this.tokenizer?.close();
+  }
+
+  protected override newRatio(): TokenRatio {
+    return new ExactTokens();
+  }
+
+  override setTargets(targets: readonly { readonly id: string }[]): void {
+    super.setTargets(targets);
+    this.approx.setTargets(targets);
+    this.ids = targets.map((t) => t.id);
+    this.engineSlots = Int32Array.from(targets, (t) => this.index.engine(t.id));
+    this.runs = new Int32Array(targets.length).fill(-1);
+    const approx = this.indexes;
+    const runs = (): Int32Array => this.runs;
+    this.indexes = approx.map(
+      (own, i): MatchSource => ({
+        matchLength(keys: Int32Array, n: number, now: number): number {
+          const r = runs()[i] as number;
+          return r >= 0 ? r : own.matchLength(keys, n, now);
+        },
+      }),
+    );
+  }
+
+  /** The request's token chain when its tokens are known, else `longest-prefix`'s character chain. */
+  override read(request: StrategyRequest): BlockChain | undefined {
+    if (this.stateNow === "ready" && this.tokenizer !== undefined && request.body !== undefined) {
+      const t = this.tokenizer.read(request.body);
+      if (t !== undefined && t.tokens.length >= this.precise.blockSize) return this.chainOf(t, request);
+    }
+    return this.approx.read(request);
+  }
+
+  /**
+   * @internal The chain of known tokens (tests, benchmarks). Block hashes of a prefix this router
+   * hashed before (the earlier turns of a conversation) are taken from a small cache keyed by the
+   * prompt's segments, so a follow-up turn hashes only its new blocks (`chain.ts`).
+   */
+  chainOf(t: PromptTokens, request: StrategyRequest): PreciseChain {
+    return this.tokenChains.of(t, request);
+  }
+
+  protected override rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
+    if (isPrecise(chain)) this.eventRuns(ctx, chain);
+    return super.rankingOf(ctx, chain);
+  }
+
+  /** Fills {@link runs} for the candidates whose feed is in sync (one index walk for all of them). */
+  private eventRuns(ctx: Ctx, chain: PreciseChain): number {
+    const cands = ctx.candidates;
+    const T = cands.length;
+    if (this.candSlots.length < T) {
+      this.candSlots = new Int32Array(2 * T);
+      this.candRuns = new Int32Array(2 * T);
+    }
+    let inSync = 0;
+    for (let j = 0; j < T; j++) {
+      const i = cands[j] as number;
+      const sync = this.feed?.inSync(this.ids[i] as string) === true;
+      this.candSlots[j] = sync ? (this.engineSlots[i] as number) : -1;
+      if (sync) inSync++;
+    }
+    this.runs.fill(-1);
+    if (inSync === 0) return 0;
+    if (this.held.length < 2 * T) this.held = new Int32Array(4 * T);
+    const held = this.held.subarray(0, T);
+    const eventRuns = this.held.subarray(T, 2 * T);
+    const hint = chain.hint;
+    for (let j = 0; j < T; j++) {
+      const e = this.candSlots[j] as number;
+      const known = hint !== undefined && e >= 0 && e < hint.memo.runs.length && hint.memo.gens[e] === this.index.generation(e);
+      held[j] = known ? Math.min(hint.memo.runs[e] as number, hint.blocks) : 0;
+    }
+    const q = this.query;
+    q.engines = this.candSlots.subarray(0, T);
+    q.now = ctx.now;
+    q.out = this.candRuns;
+    q.held = held;
+    q.eventRuns = eventRuns;
+    this.index.runs(chain, q);
+    const memo = chain.memo;
+    if (memo.runs.length < this.engineSlots.length || memo.runs.length <= Math.max(...this.engineSlots)) {
+      const size = Math.max(...this.engineSlots) + 1;
+      memo.runs = new Int32Array(size);
+      memo.gens = new Int32Array(size).fill(-1);
+    }
+    for (let j = 0; j < T; j++) {
+      const e = this.candSlots[j] as number;
+      if (e < 0) continue;
+      this.runs[cands[j] as number] = this.candRuns[j] as number;
+      memo.runs[e] = eventRuns[j] as number;
+      memo.gens[e] = this.index.generation(e);
+    }
+    return inSync;
+  }
+
+  override rank(ctx: Ctx, chain: BlockChain | undefined): StrategyRanking {
+    return isPrecise(chain) ? super.rank(ctx, chain) : this.approx.rank(ctx, chain);
+  }
+
+  override pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
+    if (!isPrecise(chain)) return this.approx.pick(ctx, chain);
+    const pick = super.pick(ctx, chain);
+    const inSync = this.candSlots.subarray(0, ctx.candidates.length).reduce((n, s) => n + (s >= 0 ? 1 : 0), 0);
+    const precise: PrecisePick = {
+      ...pick,
+      matchedBy: (this.runs[pick.index] as number) >= 0 ? "events" : "approximate",
+      knownTokens: chain.known,
+      complete: chain.complete,
+      inSync,
+    };
+    return precise;
+  }
+
+  override commit(ctx: Ctx, pick: StrategyPick, chain: BlockChain | undefined): Commitment | undefined {
+    if (!isPrecise(chain)) {
+      this.counts.approximate++;
+      return this.approx.commit(ctx, pick, chain);
+    }
+    this.counts.precise++;
+    // What this router sent counts only for an engine out of sync (its events say the rest): for
+    // one in sync the approximate index is not written (n = 0), and learns again if it falls out.
+    const synced = (this.runs[pick.index] as number) >= 0;
+    const inner = super.commit(ctx, pick, synced ? { ...chain, n: 0 } : chain);
+    const e = this.engineSlots[pick.index] as number;
+    const from = Math.min(pick.matchedBlocks ?? 0, chain.n);
+    if (from < chain.n) this.index.addPending(e, chain, from, chain.n, ctx.now);
+    const predicted = pick.predictedCachedTokens;
+    const counts = this.counts;
+    const index = this.index;
+    return {
+      firstByte: () => inner?.firstByte?.(),
+      release(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void {
+        const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
+        if (failed && !sawFirstByte && from < chain.n) index.forgetPending(e, chain, from, chain.n);
+        const cached = info?.cachedTokens;
+        if (outcome === "success" && predicted !== undefined && typeof cached === "number" && cached >= 0) {
+          counts.tested++;
+          if (Math.abs(cached - predicted) <= 0.1 * Math.max(cached, predicted)) counts.within++;
+        }
+        inner?.release?.(outcome, sawFirstByte, info);
+      },
+    };
+  }
+
+  override stats(): StrategyStats {
+    const own = super.stats();
+    const precise: PrecisePrefixStats = {
+      state: this.stateNow,
+      routed: { precise: this.counts.precise, approximate: this.counts.approximate },
+      predictions: { tested: this.counts.tested, within10Percent: this.counts.within },
+      index: this.index.stats(),
+      tokenizer: this.tokenizer?.stats(),
+      feed: this.feed?.stats?.(),
+    };
+    return { ...own, precise };
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * One application's side of the real-engine bench: a router (`routeOpenAI` over the real
+ * `openai` client) in front of the engines, and a request played through it — streamed, timed
+ * (client TTFT: sent → first content), with the router's decision (`onDecision`) and the
+ * engine's own figures (usage, response headers). The bench runs it in its own process (one
+ * router), or in each of N router processes (router-process.ts) to model N application
+ * processes in front of the same engines.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { performance } from "node:perf_hooks";
+import type OpenAI from "openai";
+import { type RouterOptions } from "prefix-router";
+import { routeOpenAI } from "prefix-router/openai";
+import { DEFAULT_LLAMA_MODEL } from "../../fleet/llama/index.js";
+import { createRandom } from "../../sim/random.js";
+import { strategyOptions, type StrategyVariant } from "../variants.js";
+import type { Strategy } from "../../common/strategy.js";
+
+/** A chat message of the bench's sessions. */
+export type Message = { role: "system" | "user" | "assistant"; content: string };
+
+/** What one router needs: serializable, so that a router process can be given it. */
+export interface RoutedClientOptions {
+  readonly targets: readonly { readonly id: string; readonly baseURL: string }[];
+  readonly strategy: Strategy | StrategyVariant;
+  /** Seed of the router's random draws. */
+  readonly seed: number;
+  /** Router options over the strategy's. */
+  readonly router?: Pick<RouterOptions, "prefixLength" | "concurrencyThreshold">;
+}
+
+/** What one request did, as the application saw it. Times in ms. */
+export interface RequestOutcome {
+  /** The target the router chose, `undefined` when the request failed before. */
+  readonly target: string | undefined;
+  /** What the strategy predicted cached; `undefined`: no prediction. */
+  readonly predicted: number | undefined;
+  /** Sent → first content; `NaN` when it failed. */
+  readonly ttftMs: number;
+  /** Sent → last event. */
+  readonly durationMs: number;
+  /** The answer's text. */
+  readonly text: string;
+  readonly promptTokens: number;
+  readonly cachedTokens: number;
+  readonly completionTokens: number;
+  /** The engine's own TTFT and queueing (its response headers); `undefined` when absent. */
+  readonly engineTtftMs: number | undefined;
+  readonly engineQueueMs: number | undefined;
+  /** The error's message when the request failed. */
+  readonly error?: string;
+}
+
+/** Per-request context the router's `onDecision` writes into. */
+interface Pending {
+  target?: string;
+  predicted?: number | undefined;
+}
+
+/** A routed client; see the file header. */
+export class RoutedClient {
+  private readonly als = new AsyncLocalStorage<Pending>();
+  private client!: OpenAI;
+
+  private constructor() {}
+
+  /** The router over `OpenAI` (the `openai` package's class) in front of `o.targets`. */
+  static async open(OpenAIClass: typeof import("openai").default, o: RoutedClientOptions): Promise<RoutedClient> {
+    const c = new RoutedClient();
+    c.client = await routeOpenAI(new OpenAIClass({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
+      targets: o.targets.map(({ id, baseURL }) => ({ id, baseURL })),
+      random: createRandom(o.seed),
+      ...o.router,
+      ...strategyOptions(o.strategy),
+      onDecision: (d) => {
+        const p = c.als.getStore();
+        if (p !== undefined) {
+          p.target = d.target.id;
+          p.predicted = d.predictedCachedTokens;
+        }
+      },
+    });
+    return c;
+  }
+
+  /** Plays one chat request, streaming; never throws (a failure is the outcome's `error`). */
+  async send(messages: readonly Message[], maxTokens: number): Promise<RequestOutcome> {
+    const pending: Pending = {};
+    const start = performance.now();
+    let first = Number.NaN;
+    let text = "";
+    let usage: OpenAI.CompletionUsage | undefined;
+    let headers: Headers | undefined;
+    try {
+      await this.als.run(pending, async () => {
+        const { data, response } = await this.client.chat.completions
+          .create({ model: DEFAULT_LLAMA_MODEL, messages: [...messages], max_tokens: maxTokens, stream: true, stream_options: { include_usage: true } })
+          .withResponse();
+        headers = response.headers;
+        for await (const chunk of data) {
+          const delta = chunk.choices[0]?.delta?.content;
+          if (delta) {
+            if (Number.isNaN(first)) first = performance.now() - start;
+            text += delta;
+          }
+          if (chunk.usage) usage = chunk.usage;
+        }
+      });
+    } catch (err) {
+      return {
+        target: pending.target,
+        predicted: pending.predicted,
+        ttftMs: Number.NaN,
+        durationMs: performance.now() - start,
+        text: "",
+        promptTokens: 0,
+        cachedTokens: 0,
+        completionTokens: 0,
+        engineTtftMs: undefined,
+        engineQueueMs: undefined,
+        error: err instanceof Error ? err.message : String(err),
+      };
+    }
+    const durationMs = performance.now() - start;
+    const header = (name: string) => {
+      const v = Number(headers?.get(name) ?? Number.NaN);
+      return Number.isFinite(v) ? v : undefined;
+    };
+    return {
+      target: pending.target,
+      predicted: pending.predicted,
+      ttftMs: Number.isNaN(first) ? durationMs : first,
+      durationMs,
+      text,
+      promptTokens: usage?.prompt_tokens ?? 0,
+      cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+      completionTokens: usage?.completion_tokens ?? 0,
+      engineTtftMs: header("x-prefix-router-ttft-ms"),
+      engineQueueMs: header("x-prefix-router-queue-ms"),
+    };
+  }
+}
