@@ -250,9 +250,10 @@ export async function simulate(
     while (nextRestart < restarts.length && restarts[nextRestart]!.atMs <= req.arrivalMs) applyRestart(restarts[nextRestart++]!);
     advanceTo(req.arrivalMs);
     const prompt = renderPrompt(req.body);
+    // Events reach the indexes before the decision, outside its timing (a feed applies them between requests).
+    hub?.deliverUntil(fleet.now);
     const t0 = performance.now();
     const policy = sc.routers === 1 ? (policies[0] as Policy) : (policies[front.int(sc.routers)] as Policy);
-    hub?.deliverUntil(fleet.now);
     let decision = policy.route(req);
     routeMs += performance.now() - t0;
     decisions++;
