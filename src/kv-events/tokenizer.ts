@@ -278,15 +278,22 @@ export class PromptTokenizer {
     const tokenEnds = new Int32Array(S);
     const prefix = r.chat ? EMPTY_LIST : this.settings.promptPrefix;
     let known = 0;
+    let encodedNow = 0;
     let total = prefix.length;
     let cumHi = r.chat ? 0x43484154 : 0x50524d54; // 'CHAT' / 'PRMT': a prompt's tokens differ from a chat's
     let cumLo = 0;
     for (; known < S; known++) {
       const from = cuts[known] as number;
       const to = cuts[known + 1] as number;
-      const [hi, lo, len] = this.keyParts(text.slice(from, to));
-      const t = this.cache.get(`${hi}.${lo}.${len}`) ?? this.encodeNow(text.slice(from, to));
-      if (t === undefined) break;
+      const segment = text.slice(from, to);
+      const [hi, lo, len] = this.keyParts(segment);
+      let t = this.cache.get(`${hi}.${lo}.${len}`);
+      if (t === undefined) {
+        // Only a backend that tokenizes in the read (the user's own `encode`) fills a miss here.
+        t = this.encodeNow(segment);
+        if (t === undefined) break;
+        encodedNow++;
+      }
       parts.push(t);
       total += t.length;
       cumHi = Math.imul(cumHi ^ hi, 0x9e3779b1) ^ (cumLo >>> 15);
@@ -295,7 +302,7 @@ export class PromptTokenizer {
       prefixKeys[2 * known + 1] = cumLo >>> 0;
       tokenEnds[known] = total;
     }
-    this.counts.hits += known;
+    this.counts.hits += known - encodedNow;
     const complete = known === S;
     if (!complete) {
       this.counts.misses += S - known;
@@ -358,7 +365,6 @@ export class PromptTokenizer {
       return undefined;
     }
     this.counts.misses++;
-    this.counts.hits--; // counted as a hit by the read's loop: it was a miss tokenized now
     this.counts.tokenized++;
     this.counts.tokenizedChars += segment.length;
     this.counts.tokenizeMs += this.clock.now() - start;
