@@ -2,7 +2,8 @@
  * Tokens the way the engine sees them: the request rendered with the model's chat template
  * (`@huggingface/jinja`, the template of `tokenizer_config.json`) and tokenized with the model's
  * `tokenizer.json` (`@huggingface/tokenizers`), or through an engine's `POST /tokenize` (vLLM:
- * `{model, prompt, add_special_tokens}` → `{count, max_model_len, tokens}`).
+ * `{model, prompt, add_special_tokens}` → `{count, max_model_len, tokens}`), or by the user's own
+ * functions (`{ render, encode }`: {@link OwnTokenizerSource}), called synchronously in the read.
  *
  * **Segments.** A tokenizer cuts its input at every added token (`<|im_start|>`, `<|eot_id|>`…)
  * before normalising, pre-tokenizing and merging, and no merge crosses such a cut. So the
@@ -69,6 +70,11 @@ export interface PromptTokens {
 export interface TokenizerBackend {
   /** Tokenizes segments off the event loop. */
   encode(texts: readonly string[]): Promise<Uint32Array[]>;
+  /**
+   * Tokenizes one segment now, in the read (the user's own `encode`, assumed cheap): a backend
+   * that has it never queues, so a prompt is always known whole.
+   */
+  encodeSync?(text: string): Uint32Array;
   /** Stops what the backend runs (a worker). */
   close(): Promise<void>;
 }
@@ -91,6 +97,8 @@ export interface PromptTokenizerSettings {
   readonly cacheTokens: number;
   /** Most characters queued for tokenization; past it new segments are dropped (and counted). */
   readonly maxQueuedChars: number;
+  /** The user's own rendering (replaces the template, for every body shape); `undefined` from it: not readable. */
+  readonly render?: ((body: unknown) => string | undefined) | undefined;
 }
 
 /** Tokenizer statistics (`router.stats().precise.tokenizer`). */
@@ -161,6 +169,15 @@ export class PromptTokenizer {
 
   /** The prompt text the engine tokenizes for `body` (chat: the rendered template), or `undefined` when it cannot be rendered. */
   render(body: unknown): { text: string; chat: boolean } | undefined {
+    const own = this.settings.render;
+    if (own !== undefined) {
+      try {
+        const text = own(body);
+        return typeof text === "string" ? { text, chat: true } : undefined;
+      } catch {
+        return undefined;
+      }
+    }
     if (body === null || typeof body !== "object") return undefined;
     const b = body as Record<string, unknown>;
     if (Array.isArray(b.messages)) {
@@ -261,15 +278,22 @@ export class PromptTokenizer {
     const tokenEnds = new Int32Array(S);
     const prefix = r.chat ? EMPTY_LIST : this.settings.promptPrefix;
     let known = 0;
+    let encodedNow = 0;
     let total = prefix.length;
     let cumHi = r.chat ? 0x43484154 : 0x50524d54; // 'CHAT' / 'PRMT': a prompt's tokens differ from a chat's
     let cumLo = 0;
     for (; known < S; known++) {
       const from = cuts[known] as number;
       const to = cuts[known + 1] as number;
-      const [hi, lo, len] = this.keyParts(text.slice(from, to));
-      const t = this.cache.get(`${hi}.${lo}.${len}`);
-      if (t === undefined) break;
+      const segment = text.slice(from, to);
+      const [hi, lo, len] = this.keyParts(segment);
+      let t = this.cache.get(`${hi}.${lo}.${len}`);
+      if (t === undefined) {
+        // Only a backend that tokenizes in the read (the user's own `encode`) fills a miss here.
+        t = this.encodeNow(segment);
+        if (t === undefined) break;
+        encodedNow++;
+      }
       parts.push(t);
       total += t.length;
       cumHi = Math.imul(cumHi ^ hi, 0x9e3779b1) ^ (cumLo >>> 15);
@@ -278,7 +302,7 @@ export class PromptTokenizer {
       prefixKeys[2 * known + 1] = cumLo >>> 0;
       tokenEnds[known] = total;
     }
-    this.counts.hits += known;
+    this.counts.hits += known - encodedNow;
     const complete = known === S;
     if (!complete) {
       this.counts.misses += S - known;
@@ -325,6 +349,27 @@ export class PromptTokenizer {
 
   stats(): TokenizerStats {
     return { ...this.counts, cachedSegments: this.cache.size, cachedTokens: this.cachedTokens };
+  }
+
+  /** Tokenizes a segment in the read when the backend can (the user's own `encode`); `undefined` otherwise or when it throws. */
+  private encodeNow(segment: string): Uint32Array | undefined {
+    const sync = this.backend.encodeSync;
+    if (sync === undefined) return undefined;
+    const start = this.clock.now();
+    let tokens: Uint32Array;
+    try {
+      tokens = sync.call(this.backend, segment);
+    } catch (e) {
+      this.counts.failures++;
+      if (this.counts.failures === 1) this.logger.warn(`precise-prefix: the tokenizer's encode failed: ${(e as Error).message}; such requests route on the approximate strategy`, { error: e });
+      return undefined;
+    }
+    this.counts.misses++;
+    this.counts.tokenized++;
+    this.counts.tokenizedChars += segment.length;
+    this.counts.tokenizeMs += this.clock.now() - start;
+    this.remember(segment, tokens);
+    return tokens;
   }
 
   private enqueue(segment: string): void {
@@ -413,8 +458,72 @@ function escapeRegExp(s: string): string {
 
 // ───────────────────────── loading ─────────────────────────
 
+/**
+ * Your own tokenizer (`precisePrefix.tokenizer: { render, encode }`): the prompt text the engine
+ * tokenizes for a request body, and its tokens. Both are called synchronously inside the
+ * router's read of each request (never off the event loop, never queued), so they must be cheap:
+ * a few µs per kilo-character. In exchange every readable request routes precisely at once — a
+ * simulation in virtual time that never yields to the event loop still does.
+ *
+ * @example
+ * precisePrefix: {
+ *   tokenizer: {
+ *     render: (body) => myTemplate(body),        // undefined: not readable, routes approximately
+ *     encode: (text) => myTokenizer.encode(text), // token ids, integers from 0 to 2^32 − 1
+ *   },
+ * }
+ */
+export interface OwnTokenizerSource {
+  /** The prompt text the engine tokenizes for `body` (the chat template applied), or `undefined` when this body cannot be read (it then routes on the approximate strategy). A throw counts as `undefined`. */
+  readonly render: (body: unknown) => string | undefined;
+  /** The token ids of `text`, as the engine's tokenizer gives them (integers from 0 to 2^32 − 1). A throw, or an id out of range, routes that request approximately. */
+  readonly encode: (text: string) => readonly number[];
+}
+
+/** Whether a tokenizer source is the user's own functions. */
+export function isOwnTokenizer(source: TokenizerSource): source is OwnTokenizerSource {
+  return typeof (source as Partial<OwnTokenizerSource>).encode === "function";
+}
+
+/**
+ * The tokenizer of an {@link OwnTokenizerSource}, built synchronously: the prompt is one segment
+ * (no added tokens are known to cut at), tokenized in the read and cached like any segment.
+ */
+export function ownTokenizer(source: OwnTokenizerSource, o: { readonly cacheTokens: number; readonly maxQueuedChars: number; readonly clock: { now(): number }; readonly logger: Logger }): LoadedTokenizer {
+  const encode = (text: string): Uint32Array => {
+    const ids = source.encode(text);
+    if (!Array.isArray(ids) && !ArrayBuffer.isView(ids)) throw new TypeError(`\`precisePrefix.tokenizer.encode\` returned ${typeof ids}, not an array of token ids`);
+    const out = new Uint32Array(ids.length);
+    for (let k = 0; k < ids.length; k++) {
+      const t = ids[k] as number;
+      if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new RangeError(`\`precisePrefix.tokenizer.encode\` returned token id ${String(t)}, not an integer from 0 to 2^32 − 1`);
+      out[k] = t;
+    }
+    return out;
+  };
+  const backend: TokenizerBackend = {
+    encodeSync: encode,
+    encode: async (texts) => texts.map(encode),
+    close: async () => {},
+  };
+  const settings: PromptTokenizerSettings = {
+    template: undefined,
+    templateVars: {},
+    addedTokens: [],
+    lstripTokens: [],
+    promptPrefix: [],
+    promptSuffix: [],
+    segmented: false,
+    cacheTokens: o.cacheTokens,
+    maxQueuedChars: o.maxQueuedChars,
+    render: source.render,
+  };
+  return { tokenizer: new PromptTokenizer(settings, backend, o.clock, o.logger), encodeHere: (text) => Array.from(encode(text)) };
+}
+
 /** Where the tokenizer comes from (`precisePrefix.tokenizer`). */
 export type TokenizerSource =
+  | OwnTokenizerSource
   | {
       /** Path of the model's `tokenizer.json`, or its parsed content. */
       readonly tokenizerJson: string | object;
@@ -467,6 +576,7 @@ export interface LoadTokenizerOptions {
  * @throws RouterError `ERR_MISSING_PEER` without `@huggingface/tokenizers` / `@huggingface/jinja`; `ERR_TOKENIZER` for unreadable files
  */
 export async function loadTokenizer(source: TokenizerSource, o: LoadTokenizerOptions): Promise<LoadedTokenizer> {
+  if (isOwnTokenizer(source)) return ownTokenizer(source, o);
   const configSource = "tokenizerConfig" in source ? source.tokenizerConfig : undefined;
   const config = configSource === undefined ? {} : await readJson("`precisePrefix.tokenizer.tokenizerConfig`", configSource);
   const templateText = source.chatTemplate ?? (typeof config.chat_template === "string" ? config.chat_template : undefined);

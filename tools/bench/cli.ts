@@ -37,7 +37,10 @@ Every option taking a list accepts comma-separated values or repeats; each value
 Options:
   --workload LIST        ${WORKLOAD_NAMES.join(",")} (default: all; with --trace: none)
   --trace FILE           replay a Mooncake JSONL trace (workload "trace")
-  --strategies LIST      ${BENCH_STRATEGIES.join(",")} (default: all; peer:* are models of other routers)
+  --strategies LIST      ${BENCH_STRATEGIES.join(",")} (default: all; peer:* are models of other routers),
+                         or precise-prefix (only when named: routes on the fleet's KV events)
+  --kv-lag T             precise-prefix: an event's delay from the engine to the routers, in
+                         virtual time (default: 50ms)
   --instances LIST       instances at the start (default: 7)
   --prefix-length LIST   routing prefix in characters, 1024-65536 (default: the workload's, else 4096)
   --threshold LIST       concurrency threshold, 1-1024 (default: 32)
@@ -112,6 +115,7 @@ export async function runBenchCommand(argv: readonly string[], io: BenchCliIo): 
       ...(args.durationsMs && { durationsMs: args.durationsMs }),
       ...(args.seeds && { seeds: args.seeds }),
       ...(args.routers && { routers: args.routers }),
+      ...(args.kvLagMs !== undefined && { kvLagMs: args.kvLagMs }),
       ...(args.loadViews && { loadViews: checkLoadViews(args.loadViews) }),
       ...(args.enginePollIntervalsMs && { enginePollIntervalsMs: args.enginePollIntervalsMs }),
       ...(args.redisRttMs !== undefined && { redisRttMs: args.redisRttMs }),

@@ -64,6 +64,7 @@ export interface BenchArgs {
   durationsMs: number[] | undefined;
   seeds: number[] | undefined;
   routers: number[] | undefined;
+  kvLagMs: number | undefined;
   loadViews: string[] | undefined;
   enginePollIntervalsMs: number[] | undefined;
   redisRttMs: number | undefined;
@@ -94,6 +95,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     duration: { type: "string", multiple: true },
     seed: { type: "string", multiple: true },
     routers: { type: "string", multiple: true },
+    "kv-lag": { type: "string" },
     "load-view": { type: "string", multiple: true },
     "engine-poll": { type: "string", multiple: true },
     "redis-rtt": { type: "string" },
@@ -121,6 +123,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     durationsMs: splitList(strings("duration"))?.map((v) => parseDuration(v, "--duration")),
     seeds: parseSeeds(strings("seed")),
     routers: parseNumbers(strings("routers"), "--routers", true),
+    kvLagMs: values["kv-lag"] === undefined ? undefined : parseDuration(values["kv-lag"] as string, "--kv-lag"),
     loadViews: splitList(strings("load-view")),
     enginePollIntervalsMs: splitList(strings("engine-poll"))?.map((v) => parseDuration(v, "--engine-poll")),
     redisRttMs: values["redis-rtt"] === undefined ? undefined : parseDuration(values["redis-rtt"] as string, "--redis-rtt"),

@@ -10,7 +10,8 @@
  */
 import { type StrategyVariant, VARIANT_NAMES, strategyOptions } from "./variants.js";
 import type { BenchRequest } from "./workload.js";
-import { STRATEGIES, createRouter, type Lease, type LoadView, type RouterStats } from "prefix-router";
+import { STRATEGIES, createRouter, type Lease, type LoadView, type RouterOptions, type RouterStats } from "prefix-router";
+import type { KvEventHub } from "./kv-feed.js";
 import type { Strategy } from "../common/strategy.js";
 
 /** One routing decision of a {@link Policy}. */
@@ -75,6 +76,8 @@ export interface PolicyContext {
   readonly loadView?: LoadView;
   /** A shadow strategy for prefix-router's policies (`--shadow`); others ignore it. */
   readonly shadow?: ShadowSetting;
+  /** The fleet's KV events after their modelled lag, for policies that read them ({@link PolicyFactory.usesKvEvents}). */
+  readonly kvEvents?: KvEventHub;
 }
 
 /** A named policy constructor. */
@@ -89,6 +92,8 @@ export interface PolicyFactory {
   readonly usesLoadView?: boolean;
   /** Whether the policy runs a shadow strategy when asked (prefix-router's own). */
   readonly usesShadow?: boolean;
+  /** Whether the policy reads the engines' KV events: its fleet publishes them, and {@link PolicyContext.kvEvents} delivers them. */
+  readonly usesKvEvents?: boolean;
   /** Builds a fresh policy for one run. */
   create(context: PolicyContext): Promise<Policy>;
 }
@@ -102,16 +107,25 @@ export interface PolicyFactory {
  * const factories = [routerPolicy("random"), routerPolicy("prefix-aware")];
  */
 export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
-  const options = strategyOptions(name);
+  return routerPolicyWith(name, strategyOptions(name));
+}
+
+/**
+ * {@link routerPolicy} with router options of its own, some read from the run's context
+ * (`precise-prefix`'s tokenizer and feed).
+ * @internal
+ */
+export function routerPolicyWith(name: string, options: Pick<RouterOptions, "strategy" | "longestPrefix" | "closedLoop" | "prefixAware" | "keyScope">, extra?: (ctx: PolicyContext) => Partial<RouterOptions>, usesKvEvents = false): PolicyFactory {
   const strategy = options.strategy as Strategy;
   // `longest-prefix` matches blocks over the whole input: it has a load guard but no prefix length.
   const loadBased = strategy === "random" || strategy === "least-outstanding";
   return {
     name,
-    usesPrefixLength: !loadBased && strategy !== "longest-prefix",
+    usesPrefixLength: !loadBased && strategy !== "longest-prefix" && name !== PRECISE,
     usesConcurrencyThreshold: !loadBased,
     usesLoadView: strategy !== "random",
     usesShadow: true,
+    ...(usesKvEvents && { usesKvEvents }),
     async create(ctx) {
       const router = await createRouter({
         targets: ctx.targets.map((id) => ({ id })),
@@ -125,6 +139,7 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
         ejection: false,
         ...(ctx.loadView && { loadView: ctx.loadView }),
         ...(ctx.shadow && { shadow: ctx.shadow.strategy, shadowPlacement: ctx.shadow.placement }),
+        ...extra?.(ctx),
       });
       return {
         route(request) {
@@ -156,6 +171,8 @@ export function routerPolicy(name: Strategy | StrategyVariant): PolicyFactory {
     },
   };
 }
+
+const PRECISE = "precise-prefix";
 
 /** prefix-router's strategies, in the order the benchmark lists them. */
 export const ROUTER_STRATEGIES: readonly Strategy[] = STRATEGIES;

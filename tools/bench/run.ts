@@ -9,7 +9,7 @@ import { DEFAULT_ENGINE_CONFIG } from "../fleet/index.js";
 import type { EngineConfig } from "../fleet/index.js";
 import { BenchError } from "../common/errors.js";
 import type { PolicyFactory, ShadowSetting } from "./policies.js";
-import { BENCH_STRATEGIES, policyByName } from "./registry.js";
+import { BENCH_STRATEGIES, NAMED_ONLY_POLICIES, policyByName } from "./registry.js";
 import { type RestartEvent, analyzeRestart } from "./restarts.js";
 import { simulate } from "./simulate.js";
 import type { BenchRow, IdealTotals, PolicyRun, ScaleEvent, Scenario } from "./simulate.js";
@@ -18,13 +18,19 @@ import { WORKLOAD_NAMES, builtinWorkload } from "./workloads.js";
 import type { WorkloadName } from "./workloads.js";
 import { DEFAULT_LOAD_VIEW_MODEL, LOAD_VIEW_NAMES, type LoadViewName } from "./load-views.js";
 import { DEFAULTS, STRATEGIES } from "prefix-router";
+import { DEFAULT_KV_LAG_MS } from "./kv-feed.js";
 
 /** Options of {@link runBenchmark}. Every array sweeps: one row per combination. */
 export interface BenchOptions {
   /** Built-in workload names or workload objects. @default all built-in workloads */
   workloads?: readonly (WorkloadName | Workload)[];
-  /** Strategy names (prefix-router's, or a peer baseline's `peer:*`) or policy factories. @default BENCH_STRATEGIES (every strategy, then the peer baselines) */
+  /** Strategy names (prefix-router's, `precise-prefix`, or a peer baseline's `peer:*`) or policy factories. @default BENCH_STRATEGIES (every strategy, then the peer baselines; `precise-prefix` only when named) */
   strategies?: readonly (string | PolicyFactory)[];
+  /**
+   * For policies that read the engines' KV events (`precise-prefix`): virtual time from an
+   * engine's event to the routers' indexes, ms (`--kv-lag`). @default 50
+   */
+  kvLagMs?: number;
   /** Fleet sizes at the start of the run. @default the workload's own (`short-prompts`: [4]), else [7] (the AWS benchmark) */
   instances?: readonly number[];
   /**
@@ -124,7 +130,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
     if (typeof s !== "string") return s;
     const f = policyByName(s);
     if (f === undefined) {
-      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${BENCH_STRATEGIES.join(", ")}`);
+      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${[...BENCH_STRATEGIES, ...NAMED_ONLY_POLICIES].join(", ")}`);
     }
     return f;
   });
@@ -139,6 +145,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
   );
   const rates = checkList("rateMultipliers", options.rateMultipliers ?? [1], (v) => Number.isFinite(v) && v > 0, "numbers > 0");
   const seeds = checkList("seeds", options.seeds ?? [1], (v) => Number.isSafeInteger(v) && v >= 0, "integers ≥ 0");
+  const kvLagMs = checkList("kvLagMs", [options.kvLagMs ?? DEFAULT_KV_LAG_MS], (v) => Number.isFinite(v) && v >= 0, "a number of ms ≥ 0")[0]!;
   const routerCounts = checkList("routers", options.routers ?? [1], (v) => Number.isInteger(v) && v >= 1 && v <= 256, "integers from 1 to 256");
   const thresholds = checkList(
     "concurrencyThresholds",
@@ -209,7 +216,7 @@ export async function runBenchmark(options: BenchOptions = {}): Promise<BenchRow
                   for (const prefixLength of factory.usesPrefixLength ? prefixLengths : [null])
                     for (const concurrencyThreshold of factory.usesConcurrencyThreshold ? thresholds : [null])
                       for (const loadView of factory.usesLoadView === true ? views : [undefined])
-                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && factory.usesShadow === true && { shadow }) });
+                        runs.push({ factory, prefixLength, concurrencyThreshold, ...(loadView && { loadView }), ...(shadow && factory.usesShadow === true && { shadow }), ...(factory.usesKvEvents === true && { kvLagMs }) });
                 }
                 plan.push({ scenario: { workload, instances: n, capacityTokens, rateMultiplier, durationMs, seed, routers }, runs, engine });
               }

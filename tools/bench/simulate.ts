@@ -23,6 +23,7 @@ import { FineSeries, type RestartEvent, type RestartResult } from "./restarts.js
 import type { BenchRequest, Workload } from "./workload.js";
 import { type LoadViewModelParams, LoadViewModel, type SharedViewName } from "./load-views.js";
 import { DEFAULTS, mergeStats, type RouterStats } from "prefix-router";
+import { KvEventHub } from "./kv-feed.js";
 
 /** What `stats().shadow` reports. */
 type ShadowStats = NonNullable<RouterStats["shadow"]>;
@@ -75,6 +76,22 @@ export interface BenchRow extends RunMetrics {
   loadViewModel?: Partial<LoadViewModelParams>;
   /** The shadow strategy's figures over every router process (`--shadow`); absent without one. */
   shadow?: ShadowStats;
+  /** Policies that read the engines' KV events (`precise-prefix`): the modelled lag, ms of virtual time. */
+  kvLagMs?: number;
+  /** `precise-prefix`'s own figures, summed over every router process. */
+  precise?: PreciseRowStats;
+}
+
+/** `precise-prefix`'s figures in a row, over every router process. */
+export interface PreciseRowStats {
+  /** Decisions taken on tokens and the events, and on `longest-prefix` (no tokens). */
+  routedPrecise: number;
+  routedApproximate: number;
+  /** Responses that reported cached tokens, and those within 10% of the prediction. */
+  predictionsTested: number;
+  predictionsWithin10Percent: number;
+  /** Events delivered to each index. */
+  events: number;
 }
 
 /** What every policy of a scenario replays: one workload on one fleet, one seed. */
@@ -97,6 +114,8 @@ export interface PolicyRun {
   loadView?: { name: SharedViewName; params: LoadViewModelParams };
   /** A shadow strategy beside the policy (`--shadow`); absent: none. */
   shadow?: ShadowSetting;
+  /** For a policy that reads KV events: their lag from the engine to the routers, ms of virtual time. */
+  kvLagMs?: number;
 }
 
 /** Instance ids at the start of a run: `i0`, `i1`, … (the fleet's default ids). */
@@ -137,7 +156,9 @@ export async function simulate(
   };
   let ids = initialIds(sc.instances);
   let nextId = sc.instances;
-  const fleet = new VirtualFleet({ instances: ids, engine: engineConfig, seed: sc.seed });
+  // Only a policy that reads KV events gets a publishing fleet (same tokens, same timings).
+  const hub = run.factory.usesKvEvents === true ? new KvEventHub(run.kvLagMs ?? 0, blockTokens) : undefined;
+  const fleet = new VirtualFleet({ instances: ids, engine: engineConfig, seed: sc.seed, ...(hub && { kvEvents: hub.push }) });
   const bucketMs = Math.max(1000, Math.round(sc.durationMs / 120 / 1000) * 1000);
   const recorder = new RunRecorder({ bucketMs });
   for (const id of ids) recorder.registerInstance(id);
@@ -156,6 +177,7 @@ export async function simulate(
         clock: { now: () => fleet.now },
         ...(model && { loadView: model.views[k] }),
         ...(run.shadow && { shadow: run.shadow }),
+        ...(hub && { kvEvents: hub }),
       }),
     );
   }
@@ -228,6 +250,8 @@ export async function simulate(
     while (nextRestart < restarts.length && restarts[nextRestart]!.atMs <= req.arrivalMs) applyRestart(restarts[nextRestart++]!);
     advanceTo(req.arrivalMs);
     const prompt = renderPrompt(req.body);
+    // Events reach the indexes before the decision, outside its timing (a feed applies them between requests).
+    hub?.deliverUntil(fleet.now);
     const t0 = performance.now();
     const policy = sc.routers === 1 ? (policies[0] as Policy) : (policies[front.int(sc.routers)] as Policy);
     let decision = policy.route(req);
@@ -350,7 +374,26 @@ export async function simulate(
     }),
   };
   if (shadow !== undefined) row.shadow = shadow;
+  if (hub !== undefined) {
+    row.kvLagMs = hub.lagMs;
+    row.precise = preciseStats(policies, hub);
+  }
   return { row, ideal: idealTotals, fine };
+}
+
+/** `precise-prefix`'s figures, summed over the router processes. */
+function preciseStats(policies: readonly Policy[], hub: KvEventHub): PreciseRowStats {
+  const out: PreciseRowStats = { routedPrecise: 0, routedApproximate: 0, predictionsTested: 0, predictionsWithin10Percent: 0, events: 0 };
+  for (const p of policies) {
+    const s = (p.stats?.() as { precise?: { routed: { precise: number; approximate: number }; predictions: { tested: number; within10Percent: number } } } | undefined)?.precise;
+    if (s === undefined) continue;
+    out.routedPrecise += s.routed.precise;
+    out.routedApproximate += s.routed.approximate;
+    out.predictionsTested += s.predictions.tested;
+    out.predictionsWithin10Percent += s.predictions.within10Percent;
+  }
+  out.events = hub.stats().events;
+  return out;
 }
 
 function round(v: number, digits: number): number {

@@ -296,11 +296,29 @@ export function formatReport(rows: readonly BenchRow[]): string {
   if (gains) sections.push(`${PUBLISHED_GAINS_TITLE}:\n${gains}`);
   const shadow = formatShadow(rows);
   if (shadow) sections.push(`Shadow strategy beside each run (its picks computed, never acted on; hit rates over the responses that reported usage):\n${shadow}`);
+  const precise = formatPrecise(rows);
+  if (precise) sections.push(`precise-prefix (routing on the fleet's KV events, delivered after the modelled lag; predictions: responses whose cached tokens were within 10% of the prediction):\n${precise}`);
   const lpChecks = formatLongestPrefixChecks(rows);
   const spChecks = formatShortPromptsChecks(rows);
   if (spChecks) sections.push(`${SHORT_PROMPTS_CHECKS_TITLE}:\n${spChecks}`);
   if (lpChecks) sections.push(`${LONGEST_PREFIX_CHECKS_TITLE} (paired by seed, 95% intervals; with one seed every difference is a tie):\n${lpChecks}`);
   return `${sections.join("\n\n")}\n`;
+}
+
+/** `precise-prefix`'s figures per row: decisions on tokens and events, predictions within 10%, events delivered. */
+function formatPrecise(rows: readonly BenchRow[]): string {
+  const body = rows.flatMap((r) => {
+    const p = r.precise;
+    if (p === undefined) return [];
+    const decided = p.routedPrecise + p.routedApproximate;
+    const pct = (n: number, of: number) => (of === 0 ? "-" : ((100 * n) / of).toFixed(1));
+    return [[r.workload, r.routers > 1 ? `${r.strategy} ×${r.routers}` : r.strategy, `${(r.capacityTokens / 1000).toFixed(0)}k`, `${r.kvLagMs ?? 0}`, pct(p.routedPrecise, decided), `${pct(p.predictionsWithin10Percent, p.predictionsTested)} of ${p.predictionsTested}`, String(p.events)]];
+  });
+  if (body.length === 0) return "";
+  const head = ["workload", "strategy", "cache", "lag ms", "on tokens %", "predictions within 10 %", "events"];
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] as string).length)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd();
+  return [line(head), line(widths.map((w) => "-".repeat(w))), ...body.map(line)].join("\n");
 }
 
 /** The shadow's figures per row: agreement, the live strategy's measured and predicted hit rates, the shadow's predicted one. */

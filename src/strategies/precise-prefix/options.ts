@@ -23,7 +23,9 @@ export interface PrecisePrefixOptions {
    * Where tokens come from: the model's `tokenizer.json` and `tokenizer_config.json` (paths or
    * content; needs the optional packages `@huggingface/tokenizers` and `@huggingface/jinja`), or
    * an engine's `POST /tokenize` (`{ endpoint }`, with the chat template or the config holding
-   * it). Without it every request routes on the approximate strategy (`longest-prefix`).
+   * it), or your own `{ render(body), encode(text) }` — called synchronously in each request's
+   * read, so they must be cheap (a simulation that never yields still routes precisely). Without
+   * it every request routes on the approximate strategy (`longest-prefix`).
    * @default undefined
    */
   tokenizer?: TokenizerSource;
@@ -166,9 +168,13 @@ function checkFileOrObject(key: string, value: unknown, optional: boolean): void
 function checkTokenizer(value: unknown): TokenizerSource | undefined {
   if (value === undefined) return undefined;
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    throw new TypeError(`Expected \`${NAME}.tokenizer\` to be { tokenizerJson, tokenizerConfig } or { endpoint }, got ${describe(value)}`);
+    throw new TypeError(`Expected \`${NAME}.tokenizer\` to be { tokenizerJson, tokenizerConfig }, { endpoint } or { render, encode }, got ${describe(value)}`);
   }
   const t = value as Record<string, unknown>;
+  if ("render" in t || "encode" in t) {
+    for (const k of ["render", "encode"] as const) if (typeof t[k] !== "function") throw new TypeError(`Expected \`${NAME}.tokenizer.${k}\` to be a function, got ${describe(t[k])}`);
+    return Object.freeze({ render: (t.render as (b: unknown) => string | undefined).bind(t), encode: (t.encode as (s: string) => readonly number[]).bind(t) });
+  }
   if (t.chatTemplate !== undefined && typeof t.chatTemplate !== "string") {
     throw new TypeError(`Expected \`${NAME}.tokenizer.chatTemplate\` to be a string, got ${describe(t.chatTemplate)}`);
   }

@@ -25,8 +25,8 @@
 import type { Logger } from "../../logger.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { TokenRatio } from "../../closed-loop/closed-loop.js";
-import { KvBlockIndex, type KvIndexStats, type RunsQuery } from "../../kv-events/index.js";
-import { EndpointBackend, type PromptTokenizer, type PromptTokens, type TokenizerStats, checkAgainstEngine, loadTokenizer } from "../../kv-events/tokenizer.js";
+import { KvBlockIndex, type RunsQuery } from "../../kv-events/index.js";
+import { EndpointBackend, type PromptTokenizer, type PromptTokens, checkAgainstEngine, isOwnTokenizer, loadTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import type { BlockChain } from "../longest-prefix/chain.js";
 import type { LongestPrefixConfig } from "../longest-prefix/options.js";
@@ -138,6 +138,8 @@ export class PrecisePrefix extends LongestPrefix {
       this.logger.warn("precise-prefix: no `precisePrefix.tokenizer` configured; every request routes on the approximate strategy (longest-prefix)");
       return;
     }
+    // The user's own functions, unchecked: ready now, so a read that never yields routes precisely.
+    if (isOwnTokenizer(p.tokenizer) && p.checkUrl === undefined) return void ((this.tokenizer = ownTokenizer(p.tokenizer, { ...p, clock, logger: this.logger }).tokenizer), (this.stateNow = "ready"));
     try {
       const loaded = await loadTokenizer(p.tokenizer, { model: p.model, cacheTokens: p.cacheTokens, maxQueuedChars: p.maxQueuedChars, worker: p.worker, timeoutMs: p.tokenizeTimeoutMs, clock, logger: this.logger });
       this.tokenizer = loaded.tokenizer;

@@ -33,7 +33,8 @@ emulated: the emulated fleet configured alike (slots, context, timing fitted to 
 Options:
   --engine LIST          llama, emulated (both: the emulator checked against llama.cpp)
   --workload NAME        ${ENGINE_WORKLOAD_NAMES.join(", ")} (default: short-prompts)
-  --strategies LIST      default: ${ENGINE_DEFAULT_STRATEGIES.join(",")}
+  --strategies LIST      default: ${ENGINE_DEFAULT_STRATEGIES.join(",")}; also precise-prefix
+                         (its engines publish KV events; every router process subscribes)
   --instances N          engines per fleet (default: 4)
   --slots N              slots per engine (default: 4)
   --context-size N       tokens per slot (default: 8192)
@@ -127,8 +128,8 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
   }
   const strategies = splitList(v.strategies as string[] | undefined) ?? [...ENGINE_DEFAULT_STRATEGIES];
   for (const s of strategies) {
-    if (!(STRATEGIES as readonly string[]).includes(s) && !isVariant(s)) {
-      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${[...STRATEGIES, ...VARIANT_NAMES].join(", ")}`);
+    if (!(STRATEGIES as readonly string[]).includes(s) && !isVariant(s) && s !== "precise-prefix") {
+      throw new BenchError("ERR_BENCH_OPTION", `Unknown strategy \`${s}\`; expected one of ${[...STRATEGIES, ...VARIANT_NAMES, "precise-prefix"].join(", ")}`);
     }
   }
   const timeLimit = v["time-limit"] as string | undefined;

@@ -14,6 +14,13 @@ import { routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_LLAMA_MODEL } from "../../fleet/llama/index.js";
 import { createRandom } from "../../sim/random.js";
 import { strategyOptions, type StrategyVariant } from "../variants.js";
+import { join } from "node:path";
+import { emulatedTokens } from "../../fleet/index.js";
+import { renderPrompt } from "../../fleet/template.js";
+// LEAD: public entry — the KV-event feeds are not exported yet.
+import { KvEventFeeds } from "../../../src/kv-events/feeds.js";
+// LEAD: public entry
+import type { KvEventSink } from "../../../src/kv-events/events.js";
 import type { Strategy } from "../../common/strategy.js";
 
 /** A chat message of the bench's sessions. */
@@ -22,11 +29,23 @@ export type Message = { role: "system" | "user" | "assistant"; content: string }
 /** What one router needs: serializable, so that a router process can be given it. */
 export interface RoutedClientOptions {
   readonly targets: readonly { readonly id: string; readonly baseURL: string }[];
-  readonly strategy: Strategy | StrategyVariant;
+  readonly strategy: Strategy | StrategyVariant | "precise-prefix";
   /** Seed of the router's random draws. */
   readonly seed: number;
   /** Router options over the strategy's. */
   readonly router?: Pick<RouterOptions, "prefixLength" | "concurrencyThreshold">;
+  /** `precise-prefix`: the engines' KV-event sockets and where tokens come from. */
+  readonly precise?: PreciseClientOptions;
+}
+
+/** What a `precise-prefix` router needs of the engines (serializable). */
+export interface PreciseClientOptions {
+  /** Each engine's publisher and replay sockets, by target id. */
+  readonly feeds: readonly { readonly engine: string; readonly endpoint: string; readonly replayEndpoint?: string | undefined }[];
+  /** The llama fleet's `tokenizer.json` + `tokenizer_config.json` directory; absent: the emulated engine's tokens (its template, 4 characters a token). */
+  readonly tokenizerDir?: string;
+  /** The engines' tokens per block. */
+  readonly blockSize: number;
 }
 
 /** What one request did, as the application saw it. Times in ms. */
@@ -61,17 +80,21 @@ interface Pending {
 export class RoutedClient {
   private readonly als = new AsyncLocalStorage<Pending>();
   private client!: OpenAI;
+  private feeds: KvEventFeeds | undefined;
 
   private constructor() {}
 
   /** The router over `OpenAI` (the `openai` package's class) in front of `o.targets`. */
   static async open(OpenAIClass: typeof import("openai").default, o: RoutedClientOptions): Promise<RoutedClient> {
     const c = new RoutedClient();
+    const precise = o.precise === undefined ? undefined : await preciseOptions(o.precise);
+    c.feeds = precise?.feeds;
     c.client = await routeOpenAI(new OpenAIClass({ apiKey: "unused", baseURL: "http://fleet.invalid/v1", maxRetries: 0, timeout: 600_000 }), {
       targets: o.targets.map(({ id, baseURL }) => ({ id, baseURL })),
       random: createRandom(o.seed),
       ...o.router,
       ...strategyOptions(o.strategy),
+      ...(precise && { precisePrefix: precise.options }),
       onDecision: (d) => {
         const p = c.als.getStore();
         if (p !== undefined) {
@@ -81,6 +104,23 @@ export class RoutedClient {
       },
     });
     return c;
+  }
+
+  /** Waits until the router's feeds are in sync with every engine (or `timeoutMs` passed); true when they are. */
+  async synced(engines: readonly string[], timeoutMs = 10_000): Promise<boolean> {
+    const feeds = this.feeds;
+    if (feeds === undefined) return true;
+    const until = performance.now() + timeoutMs;
+    while (!engines.every((e) => feeds.inSync(e))) {
+      if (performance.now() > until) return false;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return true;
+  }
+
+  /** Closes the KV-event feeds, if any. */
+  async close(): Promise<void> {
+    await this.feeds?.close();
   }
 
   /** Plays one chat request, streaming; never throws (a failure is the outcome's `error`). */
@@ -139,4 +179,39 @@ export class RoutedClient {
       engineQueueMs: header("x-prefix-router-queue-ms"),
     };
   }
+}
+
+/**
+ * `precisePrefix` options for the bench's engines: a feed per engine into the strategy's index
+ * (opened in the background; an engine is routed approximately until its feed is in sync), and
+ * the engines' tokenizer — the llama fleet's files, or the emulated engine's own functions.
+ */
+async function preciseOptions(p: PreciseClientOptions): Promise<{ options: NonNullable<RouterOptions["precisePrefix"]>; feeds: KvEventFeeds }> {
+  const feeds = new KvEventFeeds();
+  const render = (body: unknown): string | undefined => {
+    try {
+      return renderPrompt(body);
+    } catch {
+      return undefined;
+    }
+  };
+  const tokenizer =
+    p.tokenizerDir === undefined
+      ? { render, encode: emulatedTokens }
+      : { tokenizerJson: join(p.tokenizerDir, "tokenizer.json"), tokenizerConfig: join(p.tokenizerDir, "tokenizer_config.json") };
+  const options: NonNullable<RouterOptions["precisePrefix"]> = {
+    tokenizer,
+    blockSize: p.blockSize,
+    worker: false,
+    feed: (sink: KvEventSink) => {
+      // Opened in the background: an engine routes approximately until its feed is in sync.
+      for (const f of p.feeds) {
+        feeds.add({ engine: f.engine, endpoint: f.endpoint, ...(f.replayEndpoint !== undefined && { replayEndpoint: f.replayEndpoint }), sink }).catch((e: unknown) => {
+          process.stderr.write(`bench: the KV-event feed of ${f.engine} did not open: ${e instanceof Error ? e.message : String(e)}\n`);
+        });
+      }
+      return feeds;
+    },
+  };
+  return { options, feeds };
 }

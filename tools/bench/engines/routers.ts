@@ -5,7 +5,8 @@
  * back over the channel. Timings are the router process's own (client TTFT from its send).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { processScript } from "../../common/process-script.js";
 import type { Message, RequestOutcome, RoutedClientOptions } from "./client.js";
 import type { RouterProcessMessage, RouterProcessRequest } from "./router-process.js";
@@ -96,9 +97,15 @@ export class RouterProcesses {
 
   /** Starts one process per entry of `configs` (each its own router) and waits until all are ready. */
   static async start(configs: readonly RoutedClientOptions[]): Promise<RouterProcesses> {
-    const script = await processScript(import.meta.url, "router-process.ts", join("bench", "router-process.js"), "bench-router");
+    const here = fileURLToPath(import.meta.url);
+    // From the sources, a router that subscribes to KV events runs under tsx instead of the bundle:
+    // `zeromq` loads its native module from its own folder, which a bundle cannot give it.
+    const args =
+      here.endsWith(".ts") && configs.some((c) => c.precise !== undefined)
+        ? ["--import", "tsx", join(dirname(here), "router-process.ts")]
+        : [await processScript(import.meta.url, "router-process.ts", join("bench", "router-process.js"), "bench-router")];
     const processes = configs.map(
-      (c) => new RouterProcess(spawn(process.execPath, [script, JSON.stringify(c)], { stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" })),
+      (c) => new RouterProcess(spawn(process.execPath, [...args, JSON.stringify(c)], { stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" })),
     );
     const all = new RouterProcesses(processes);
     try {

@@ -32,8 +32,10 @@ import type { EngineSession, EngineWorkload } from "./workloads.js";
 export const ENGINE_KINDS = ["llama", "emulated"] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
-/** A strategy row of the bench: a built-in strategy or a named variant. */
-export type EngineStrategy = Strategy | StrategyVariant;
+/** A strategy row of the bench: a built-in strategy, a named variant, or `precise-prefix` (its engines publish KV events). */
+export type EngineStrategy = Strategy | StrategyVariant | "precise-prefix";
+
+const PRECISE = "precise-prefix";
 
 /** The emulated engine's timing, fitted to a llama.cpp engine (see {@link fitEmulated}). */
 export interface EngineTiming {
@@ -139,13 +141,35 @@ export interface EngineBenchResult {
 }
 
 interface Fleet {
-  readonly targets: readonly { readonly id: string; readonly baseURL: string }[];
+  readonly targets: readonly { readonly id: string; readonly baseURL: string; readonly kvEvents?: { readonly endpoint: string; readonly replayEndpoint: string | undefined } | undefined }[];
+  /** The llama fleet's tokenizer files. */
+  readonly tokenizerDir?: string;
   close(): Promise<void>;
 }
 
-async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: EngineTiming): Promise<Fleet> {
+/** A base port with `2n` free ports from it (publishers, then replay sockets), for a fleet that publishes KV events. */
+async function freePorts(n: number): Promise<number> {
+  const { createServer } = await import("node:net");
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once("error", () => resolve(false));
+      s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    let ok = true;
+    for (let p = base; p < base + 2 * n && ok; p++) ok = await free(p);
+    if (ok) return base;
+  }
+  throw new Error(`No ${2 * n} free consecutive ports found for the KV-event publishers`);
+}
+
+async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: EngineTiming, kvEvents = false): Promise<Fleet> {
+  const kv = kvEvents ? await freePorts(o.instances) : undefined;
   if (kind === "llama") {
     const fleet: LlamaFleet = await startLlamaFleet({
+      ...(kv !== undefined && { kvEvents: { port: kv, replayPort: kv + o.instances } }),
       instances: o.instances,
       slots: o.slots,
       contextSize: o.contextSize,
@@ -155,9 +179,15 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
     });
     return fleet;
   }
-  const fleet: LiveFleet = await startFleet({ instances: o.instances, engine: emulatedConfig(o, timing), models: [DEFAULT_LLAMA_MODEL], defaultMaxTokens: o.maxTokens });
+  const fleet: LiveFleet = await startFleet({
+    instances: o.instances,
+    engine: emulatedConfig(o, timing),
+    models: [DEFAULT_LLAMA_MODEL],
+    defaultMaxTokens: o.maxTokens,
+    ...(kv !== undefined && { kvEvents: { port: kv, replayPort: kv + o.instances } }),
+  });
   return {
-    targets: fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1` })),
+    targets: fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1`, kvEvents: i.kvEvents })),
     close: () => fleet.stop(),
   };
 }
@@ -234,10 +264,17 @@ class StrategyRun {
       strategy: this.strategy,
       seed: routerSeed(this.o.seed, k, this.routers),
       ...(this.o.router !== undefined && { router: this.o.router }),
+      ...(this.strategy === PRECISE && {
+        precise: {
+          feeds: this.fleet.targets.flatMap((t) => (t.kvEvents === undefined ? [] : [{ engine: t.id, endpoint: t.kvEvents.endpoint, replayEndpoint: t.kvEvents.replayEndpoint }])),
+          blockSize: 16,
+          ...(this.fleet.tokenizerDir !== undefined && { tokenizerDir: this.fleet.tokenizerDir }),
+        },
+      }),
     });
     if (this.routers === 1) {
       const client = await RoutedClient.open(OpenAI, config(0));
-      this.senders = { size: 1, send: (_k, messages, maxTokens) => client.send(messages, maxTokens), close: async () => {} };
+      this.senders = { size: 1, send: (_k, messages, maxTokens) => client.send(messages, maxTokens), close: () => client.close() };
     } else {
       this.senders = await RouterProcesses.start(Array.from({ length: this.routers }, (_, k) => config(k)));
     }
@@ -385,7 +422,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
       const strategyRuns: StrategyRun[] = [];
       try {
         for (const s of o.strategies) {
-          const fleet = await startEngines(engine, o, useTiming);
+          const fleet = await startEngines(engine, o, useTiming, s === PRECISE);
           const run = new StrategyRun(s, fleet, o, engine, routers);
           strategyRuns.push(run);
           await run.start(OpenAI);
