@@ -5,6 +5,7 @@ const library = {
   index: "src/index.ts",
   "openai/index": "src/openai/index.ts",
   "sagemaker/index": "src/sagemaker/index.ts",
+  "kv-events/index": "src/kv-events/index.ts",
 };
 /** The tools: ESM only (the emulated fleet, the benchmark, the advisor and the CLI). */
 const tools = { "fleet/index": "tools/fleet/index.ts", "bench/index": "tools/bench/index.ts", "advise/index": "tools/advise/index.ts" };

@@ -10,6 +10,7 @@ export default defineConfig({
       { find: /^prefix-router$/, replacement: at("src/index.ts") },
       { find: /^prefix-router\/openai$/, replacement: at("src/openai/index.ts") },
       { find: /^prefix-router\/sagemaker$/, replacement: at("src/sagemaker/index.ts") },
+      { find: /^prefix-router\/kv-events$/, replacement: at("src/kv-events/index.ts") },
       { find: /^prefix-router\/fleet$/, replacement: at("tools/fleet/index.ts") },
       { find: /^prefix-router\/bench$/, replacement: at("tools/bench/index.ts") },
       { find: /^prefix-router\/advise$/, replacement: at("tools/advise/index.ts") },

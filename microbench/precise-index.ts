@@ -4,7 +4,7 @@
  *
  *   npx tsx microbench/precise-index.ts [--capacity=1048576] [--engines=8]
  */
-import { KvBlockIndex } from "../src/kv-events/index.js";
+import { KvBlockIndex } from "../src/kv-events/block-index.js";
 import type { KvEvent } from "../src/kv-events/events.js";
 
 const arg = (name: string, d: number) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);

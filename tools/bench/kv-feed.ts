@@ -15,10 +15,7 @@
  * Cost: one object per event and one `bigint` per block hash; the queue holds `lagMs` of events.
  */
 import type { WireEvent } from "../fleet/index.js";
-// LEAD: public entry — the KV-event types and the hash normalisation are not exported yet.
-import type { KvEvent, KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
-// LEAD: public entry
-import { normalizeBlockHash } from "../../src/kv-events/wire.js";
+import { type KvEvent, type KvEventBatch, type KvEventSink, normalizeBlockHash } from "prefix-router/kv-events";
 
 /** What the benchmark's feed reports (`router.stats().precise.feed`). */
 export interface VirtualFeedStats {
@@ -102,7 +99,7 @@ export class KvEventHub {
 }
 
 /**
- * One wire event in the decoder's shape (`src/kv-events/wire.ts`): `undefined` for what the
+ * One wire event in the decoder's shape (`KvWireDecoder`): `undefined` for what the
  * decoder skips (a `BlockStored` without tokens or of a partial block).
  */
 export function toKvEvent(e: WireEvent): KvEvent | undefined {

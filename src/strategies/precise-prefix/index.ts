@@ -6,7 +6,7 @@
 import type { StrategyDefinition } from "../definition.js";
 import type { LongestPrefixConfig } from "../longest-prefix/options.js";
 import { DEFAULT_PRECISE_PREFIX, type PrecisePrefixConfig, type PrecisePrefixOptions, resolvePrecisePrefixOptions } from "./options.js";
-import { PRECISE_PREFIX_REASON } from "./stats.js";
+import { PRECISE_PREFIX_REASON } from "./reason.js";
 import { PrecisePrefix } from "./strategy.js";
 
 /** `RouterOptions.precisePrefix`. */

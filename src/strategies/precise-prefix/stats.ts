@@ -1,5 +1,5 @@
-/** What `precise-prefix` reports under `router.stats()` and adds to a decision's reason. */
-import type { KvIndexStats } from "../../kv-events/index.js";
+/** What `precise-prefix` reports under `router.stats()`. */
+import type { KvIndexStats } from "../../kv-events/block-index.js";
 import type { TokenizerStats } from "../../kv-events/tokenizer.js";
 
 /** Where the strategy stands with its tokenizer. */
@@ -35,12 +35,3 @@ export interface PrecisePrefixStatsHolder {
   /** The `precise-prefix` strategy: tokenizer, KV-event index, feed, prediction accuracy; present only with that strategy. */
   precise?: PrecisePrefixStats;
 }
-
-/** What `precise-prefix` adds to a decision's reason (`Decision.reason`) beside `longest-prefix`'s block figures. */
-export interface PrecisePrefixReason {
-  /** `precise-prefix`: where the chosen target's match came from — its KV events, or what this router sent it (its feed not in sync). Blocks are token blocks then. */
-  matchedBy?: "events" | "approximate";
-}
-
-/** The reason fields, in the order the header encodes them. */
-export const PRECISE_PREFIX_REASON = ["matchedBy"] as const satisfies readonly (keyof PrecisePrefixReason)[];

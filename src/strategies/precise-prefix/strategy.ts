@@ -25,7 +25,7 @@
 import type { Logger } from "../../logger.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { TokenRatio } from "../../closed-loop/closed-loop.js";
-import { KvBlockIndex, type RunsQuery } from "../../kv-events/index.js";
+import { KvBlockIndex, type RunsQuery } from "../../kv-events/block-index.js";
 import { EndpointBackend, type PromptTokenizer, type PromptTokens, checkAgainstEngine, isOwnTokenizer, loadTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import type { BlockChain } from "../longest-prefix/chain.js";

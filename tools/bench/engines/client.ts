@@ -17,10 +17,7 @@ import { strategyOptions, type StrategyVariant } from "../variants.js";
 import { join } from "node:path";
 import { emulatedTokens } from "../../fleet/index.js";
 import { renderPrompt } from "../../fleet/template.js";
-// LEAD: public entry — the KV-event feeds are not exported yet.
-import { KvEventFeeds } from "../../../src/kv-events/feeds.js";
-// LEAD: public entry
-import type { KvEventSink } from "../../../src/kv-events/events.js";
+import { KvEventFeeds, type KvEventSink } from "prefix-router/kv-events";
 import type { Strategy } from "../../common/strategy.js";
 
 /** A chat message of the bench's sessions. */

@@ -24,8 +24,7 @@
  */
 
 import { createHash } from "node:crypto";
-// LEAD: the events' types through a public entry once one exports them (src/kv-events/events.ts).
-import type { KvEvent, KvEventBatch } from "../../../src/kv-events/events.js";
+import type { KvEvent, KvEventBatch } from "prefix-router/kv-events";
 import { KvEventPublisher, type WireEvent } from "../kv-events/publisher.js";
 
 export type { KvEvent, KvEventBatch };

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { BlockStored, KvEvent, KvEventBatch } from "../../src/kv-events/events.js";
-import { KvBlockIndex, type KvBlockIndexOptions } from "../../src/kv-events/index.js";
+import { KvBlockIndex, type KvBlockIndexOptions } from "../../src/kv-events/block-index.js";
 
 const B = 4;
 const NO_KEYS = { model: "m", lora: undefined, cacheSalt: undefined };
