@@ -27,7 +27,7 @@ export {
 } from "./llama/index.js";
 export type { LlamaFleet, LlamaFleetOptions, LlamaKvEventsOptions, LlamaTarget } from "./llama/index.js";
 export { KV_BLOCK_SIZE, SlotBlockEvents, engineBlockHash, toVllmEvents } from "./llama/kv-events.js";
-export type { KvPublisher, VllmEvent } from "./llama/kv-events.js";
+export type { KvPublisher } from "./llama/kv-events.js";
 export { TINY_LLAMA_CHAT_TEMPLATE, tinyLlamaTokenizerConfig, tinyLlamaTokenizerJson, writeTinyLlamaTokenizer } from "./llama/tokenizer-files.js";
 export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";
 export { KvEventPublisher, encodeWireBatch, offsetEndpoint } from "./kv-events/publisher.js";

@@ -136,27 +136,12 @@ export function ipcPublisher(send: (batch: KvEventBatch) => void, clock: { now()
   };
 }
 
-/** vLLM's `BlockStored`, with its field names (what its msgpack encoder writes). */
-export interface VllmBlockStored {
-  readonly type: "BlockStored";
-  readonly block_hashes: readonly bigint[];
-  readonly parent_block_hash: bigint | null;
-  readonly token_ids: readonly number[];
-  readonly block_size: number;
-  readonly lora_id: number | null;
-  readonly medium: string | null;
-  readonly lora_name: string | null;
-}
-
-/** vLLM's `BlockRemoved` and `AllBlocksCleared`. */
-export type VllmEvent = VllmBlockStored | { readonly type: "BlockRemoved"; readonly block_hashes: readonly bigint[]; readonly medium: string | null } | { readonly type: "AllBlocksCleared" };
-
 /**
  * `events` with vLLM's field names (`block_hashes`, `parent_block_hash`, `token_ids`, …; `null`
  * for none): what a vLLM-exact publisher encodes. The fleet's ZeroMQ publisher takes these.
  */
-export function toVllmEvents(events: readonly KvEvent[]): VllmEvent[] {
-  return events.map((e): VllmEvent => {
+export function toVllmEvents(events: readonly KvEvent[]): WireEvent[] {
+  return events.map((e): WireEvent => {
     if (e.type === "BlockStored") {
       return {
         type: "BlockStored",
@@ -190,7 +175,7 @@ export interface ZmqKvEndpoint {
 export async function openZmqKvPublisher(where: ZmqKvEndpoint): Promise<KvPublisher> {
   const pub = await KvEventPublisher.open({ endpoint: where.endpoint, ...(where.replayEndpoint !== undefined && { replayEndpoint: where.replayEndpoint }) });
   return {
-    publish: (events) => void pub.publish(toVllmEvents(events) as WireEvent[]),
+    publish: (events) => void pub.publish(toVllmEvents(events)),
     close: () => pub.close(),
   };
 }
