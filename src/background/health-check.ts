@@ -37,8 +37,6 @@ export interface HealthCheckOptions<T extends TargetSpec = TargetSpec> {
   successesBeforeUp?: number;
   /** Headers sent with every check. @default {} */
   headers?: Readonly<Record<string, string>>;
-  /** Timer source of the check loop and timeouts (tests). @default Node's timers, unref'd */
-  timers?: Timers;
 }
 
 /** Defaults of {@link HealthCheckOptions}. */
@@ -58,7 +56,7 @@ export interface HealthCheckConfig<T extends TargetSpec> {
 
 /** @internal Every key of {@link HealthCheckOptions}. */
 export const HEALTH_CHECK_OPTION_KEYS = keysOf<HealthCheckOptions>()([
-  "url", "path", "intervalMs", "timeoutMs", "maxBodyBytes", "failuresBeforeDown", "successesBeforeUp", "headers", "timers",
+  "url", "path", "intervalMs", "timeoutMs", "maxBodyBytes", "failuresBeforeDown", "successesBeforeUp", "headers",
 ]);
 
 /** @internal Validates `healthCheck`. */
@@ -76,7 +74,7 @@ export function resolveHealthCheck<T extends TargetSpec>(value: unknown): Health
     failuresBeforeDown: optionInteger("healthCheck.failuresBeforeDown", o["failuresBeforeDown"], DEFAULT_HEALTH_CHECK.failuresBeforeDown, 1, 100),
     successesBeforeUp: optionInteger("healthCheck.successesBeforeUp", o["successesBeforeUp"], DEFAULT_HEALTH_CHECK.successesBeforeUp, 1, 100),
     headers: optionHeaders("healthCheck.headers", o["headers"]),
-    timers: optionTimers("healthCheck.timers", o["timers"]),
+    timers: optionTimers("healthCheck", o),
   };
 }
 

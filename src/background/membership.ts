@@ -39,8 +39,6 @@ export interface MembershipOptions<T extends TargetSpec = TargetSpec> {
   intervalMs?: number;
   /** A refresh that has not answered after this long fails (the current set stays), ms. From 1 to 600,000. @default 5000 */
   timeoutMs?: number;
-  /** Timer source of the refresh loop (tests). @default Node's timers, unref'd */
-  timers?: Timers;
 }
 
 /** Defaults of {@link MembershipOptions}. */
@@ -55,7 +53,7 @@ export interface MembershipConfig<T extends TargetSpec> {
 }
 
 /** @internal Every key of {@link MembershipOptions}. */
-export const MEMBERSHIP_OPTION_KEYS = keysOf<MembershipOptions>()(["targets", "intervalMs", "timeoutMs", "timers"]);
+export const MEMBERSHIP_OPTION_KEYS = keysOf<MembershipOptions>()(["targets", "intervalMs", "timeoutMs"]);
 
 /** @internal Validates `membership`. */
 export function resolveMembership<T extends TargetSpec>(value: unknown): MembershipConfig<T> | undefined {
@@ -66,7 +64,7 @@ export function resolveMembership<T extends TargetSpec>(value: unknown): Members
     targets: checkFunction("membership.targets", o["targets"]),
     intervalMs: optionInteger("membership.intervalMs", o["intervalMs"], DEFAULT_MEMBERSHIP.intervalMs, 100, 86_400_000),
     timeoutMs: optionInteger("membership.timeoutMs", o["timeoutMs"], DEFAULT_MEMBERSHIP.timeoutMs, 1, 600_000),
-    timers: optionTimers("membership.timers", o["timers"]),
+    timers: optionTimers("membership", o),
   };
 }
 

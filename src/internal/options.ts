@@ -4,7 +4,7 @@
  * type, RangeError for a value out of range, like every router option). Only an absent value
  * (undefined) takes the default: `null` is a value, and an invalid one.
  */
-import { type Timers, UNREF_TIMERS } from "./timers.js";
+import { TEST_TIMERS, type Timers, UNREF_TIMERS } from "./timers.js";
 import type { TargetSpec } from "../types.js";
 import { checkInteger, checkFunction, describe, orDefault } from "./validate.js";
 
@@ -38,11 +38,17 @@ export function optionStrings(name: string, value: unknown, fallback: readonly s
   return Object.freeze([...v]);
 }
 
-export function optionTimers(name: string, value: unknown): Timers {
+/**
+ * The timers a test put under {@link TEST_TIMERS} in the feature's options `o` (`name` is where
+ * `o` sits, for the error), else Node's, unref'd.
+ */
+export function optionTimers(name: string, o: object): Timers {
+  const value = (o as { [TEST_TIMERS]?: unknown })[TEST_TIMERS];
   if (value === undefined) return UNREF_TIMERS;
-  const t = optionObject(name, value);
+  const at = `${name}[TEST_TIMERS]`;
+  const t = optionObject(at, value);
   if (typeof t["setTimeout"] !== "function" || typeof t["clearTimeout"] !== "function") {
-    throw new TypeError(`Expected \`${name}\` to have setTimeout and clearTimeout methods, got ${describe(value)}`);
+    throw new TypeError(`Expected \`${at}\` to have setTimeout and clearTimeout methods, got ${describe(value)}`);
   }
   return t as unknown as Timers;
 }

@@ -16,6 +16,19 @@ export interface Timers {
   clearTimeout(handle: unknown): void;
 }
 
+/**
+ * @internal The key under which a test hands a background feature (`membership`, `healthCheck`,
+ * `loadView: { source: "engine" | "redis" }`) its {@link Timers}:
+ * `{ intervalMs: 1000, [TEST_TIMERS]: manual }`. A test seam, not an option: it is on no public
+ * option type and no public entry exports it. A symbol of this module rather than a string key:
+ * `checkKnownKeys` reads `Object.keys`, which skips symbols, so the unknown-key check needs no
+ * exception, and a user cannot reach the key by spelling it (`Symbol.for` could be spelled).
+ * On the feature's own options rather than in `RouterInternals`: each feature takes its own
+ * timers, through every entry (`createRouter`, the adapters) and through its resolver alone.
+ * Absent: {@link UNREF_TIMERS}.
+ */
+export const TEST_TIMERS: unique symbol = Symbol("prefix-router.timers");
+
 /** Node's timers, unref'd. */
 export const UNREF_TIMERS: Timers = Object.freeze({
   setTimeout(callback: () => void, ms: number): unknown {

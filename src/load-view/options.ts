@@ -99,8 +99,6 @@ export interface EngineLoadViewOptions<T extends TargetSpec = TargetSpec> {
   metrics?: EngineMetricNames;
   /** Headers sent with every scrape (e.g. `Authorization`). @default {} */
   headers?: Readonly<Record<string, string>>;
-  /** Timer source of the poll loop and timeouts (tests). @default Node's timers, unref'd */
-  timers?: Timers;
 }
 
 /**
@@ -145,8 +143,6 @@ export interface RedisLoadViewOptions {
   commandTimeoutMs?: number;
   /** This process's id in Redis. Unique per process. @default a random UUID */
   processId?: string;
-  /** Timer source of the refresh and heartbeat loops (tests). @default Node's timers, unref'd */
-  timers?: Timers;
 }
 
 /** What the `loadView` option accepts. */
@@ -214,7 +210,7 @@ const VIEW_METHODS = ["shared", "others", "setTargets", "acquire", "release", "s
 
 /** @internal Every key of {@link EngineLoadViewOptions}. */
 export const ENGINE_LOAD_VIEW_OPTION_KEYS = keysOf<EngineLoadViewOptions>()([
-  "source", "metricsURL", "intervalMs", "timeoutMs", "maxBodyBytes", "staleAfterMs", "peers", "metrics", "headers", "timers",
+  "source", "metricsURL", "intervalMs", "timeoutMs", "maxBodyBytes", "staleAfterMs", "peers", "metrics", "headers",
 ]);
 
 /** @internal Every key of {@link EngineMetricNames}. */
@@ -222,7 +218,7 @@ export const ENGINE_METRIC_NAME_KEYS = keysOf<EngineMetricNames>()(["running", "
 
 /** @internal Every key of {@link RedisLoadViewOptions}. */
 export const REDIS_LOAD_VIEW_OPTION_KEYS = keysOf<RedisLoadViewOptions>()([
-  "source", "url", "keyPrefix", "leaseTtlMs", "refreshIntervalMs", "idleRefreshIntervalMs", "staleAfterMs", "commandTimeoutMs", "processId", "timers",
+  "source", "url", "keyPrefix", "leaseTtlMs", "refreshIntervalMs", "idleRefreshIntervalMs", "staleAfterMs", "commandTimeoutMs", "processId",
 ]);
 
 /** @internal Validates `loadView`. */
@@ -278,7 +274,7 @@ function resolveEngine<T extends TargetSpec>(o: Record<string, unknown>): Engine
       cacheConfig: optionStrings("loadView.metrics.cacheConfig", names["cacheConfig"], DEFAULT_ENGINE_METRICS.cacheConfig),
     }),
     headers: optionHeaders("loadView.headers", o["headers"]),
-    timers: optionTimers("loadView.timers", o["timers"]),
+    timers: optionTimers("loadView", o),
   };
 }
 
@@ -303,6 +299,6 @@ function resolveRedis(o: Record<string, unknown>): RedisConfig {
     staleAfterMs: staleAfter("loadView.staleAfterMs", o["staleAfterMs"], idleRefreshIntervalMs),
     commandTimeoutMs: optionInteger("loadView.commandTimeoutMs", o["commandTimeoutMs"], DEFAULT_LOAD_VIEW.redisCommandTimeoutMs, 1, 600_000),
     processId: o["processId"] === undefined ? undefined : optionString("loadView.processId", o["processId"]),
-    timers: optionTimers("loadView.timers", o["timers"]),
+    timers: optionTimers("loadView", o),
   };
 }

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Router, createRouter, isRouterError } from "prefix-router";
 import { type LiveFleet, startFleet } from "prefix-router/fleet";
-import { ManualTimers } from "../load-view/manual-timers.js";
+import { ManualTimers, withTimers } from "../load-view/manual-timers.js";
 import { eventually } from "../load-view/redis-server.js";
 
 interface Target {
@@ -29,7 +29,7 @@ describe("active health checks", () => {
     const timers = new ManualTimers();
     const warnings: unknown[] = [];
     const logger = { debug() {}, info() {}, warn: (_m: string, f: object) => warnings.push(f), error() {} };
-    const r = await createRouter<Target>({ targets, healthCheck: { failuresBeforeDown: 2, timers }, logger });
+    const r = await createRouter<Target>({ targets, healthCheck: withTimers({ failuresBeforeDown: 2 }, timers), logger });
     const first = r.rank({ body }).targets[0]!.id;
     const failing = () => r.stats().targets.find((t) => t.id === first)!.failingHealthCheck;
     await eventually(() => timers.size === 1); // the first round of checks passed
@@ -68,7 +68,7 @@ describe("active health checks", () => {
     const id = "redirecting";
     const r = await createRouter<Target>({
       targets: [{ id, baseURL: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/v1` }, targets[0]!],
-      healthCheck: { failuresBeforeDown: 1, timers: new ManualTimers() },
+      healthCheck: withTimers({ failuresBeforeDown: 1 }, new ManualTimers()),
     });
     try {
       await eventually(() => r.stats().targets.find((t) => t.id === id)!.failingHealthCheck);
@@ -86,7 +86,7 @@ describe("active health checks", () => {
     const err2 = await createRouter({ targets, healthCheck: { path: "health" } }).catch((e: unknown) => e);
     expect(err2).toBeInstanceOf(RangeError);
     const timers = new ManualTimers();
-    const r = await createRouter({ targets: [{ id: "y", healthURL: `${fleet.urls[0]}/health` }], healthCheck: { timers } });
+    const r = await createRouter({ targets: [{ id: "y", healthURL: `${fleet.urls[0]}/health` }], healthCheck: withTimers({}, timers) });
     await r.close();
   });
 });

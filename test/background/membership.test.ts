@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { type Router, type TargetSpec, createRouter, dnsTargets, isRouterError } from "prefix-router";
 import type { DnsResolver } from "../../src/background/dns-targets.js";
-import { ManualTimers } from "../load-view/manual-timers.js";
+import { ManualTimers, withTimers } from "../load-view/manual-timers.js";
 import { eventually } from "../load-view/redis-server.js";
 import { type OpenAITarget, createRoutedFetch } from "prefix-router/openai";
 
@@ -19,7 +19,7 @@ describe("membership", () => {
     const timers = new ManualTimers();
     const infos: unknown[] = [];
     const logger = { debug() {}, info: (_m: string, f: object) => infos.push(f), warn() {}, error() {} };
-    const r = await createRouter({ targets: [], membership: { targets: () => current, intervalMs: 1000, timers }, logger });
+    const r = await createRouter({ targets: [], membership: withTimers({ targets: () => current, intervalMs: 1000 }, timers), logger });
     expect(r.targets().map((t) => t.id)).toEqual(["t0", "t1", "t2", "t3", "t4"]);
     const before = bodies.map((body) => r.rank({ body }).targets[0]!.id);
     current = [...ids(5).filter((t) => t.id !== "t2"), { id: "t5" }];
@@ -50,7 +50,7 @@ describe("membership", () => {
       if (mode === "invalid") return [{ id: "" }];
       return ids(3);
     };
-    const r = await createRouter({ targets: [], membership: { targets: provider, timers }, logger });
+    const r = await createRouter({ targets: [], membership: withTimers({ targets: provider }, timers), logger });
     for (const [k, m] of (["throw", "empty", "invalid"] as const).entries()) {
       mode = m;
       timers.fire();
@@ -64,7 +64,7 @@ describe("membership", () => {
   });
 
   it("validates its options (TypeError or RangeError, naming the option)", async () => {
-    for (const membership of [{}, { targets: () => [], intervalMs: 5 }, { targets: () => [], timers: {} }]) {
+    for (const membership of [{}, { targets: () => [], intervalMs: 5 }, withTimers({ targets: () => [] }, {} as never)]) {
       const err = await createRouter({ targets: [], membership: membership as never }).catch((e: unknown) => e);
       expect(err instanceof TypeError || err instanceof RangeError).toBe(true);
     }
@@ -75,7 +75,7 @@ describe("membership behind an adapter", () => {
   it("a set the adapter could not send to (a target without baseURL) is refused like any invalid set; close() reaches the router", async () => {
     let current: { id: string; baseURL?: string }[] = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }];
     const timers = new ManualTimers();
-    const { router } = await createRoutedFetch<OpenAITarget>({ targets: [], membership: { targets: () => current as OpenAITarget[], timers } });
+    const { router } = await createRoutedFetch<OpenAITarget>({ targets: [], membership: withTimers({ targets: () => current as OpenAITarget[] }, timers) });
     expect(router.targets().map((t) => t.id)).toEqual(["a"]);
     current = [{ id: "a", baseURL: "http://10.0.0.1:8000/v1" }, { id: "b" }];
     timers.fire();
@@ -117,7 +117,7 @@ describe("dnsTargets", () => {
     const timers = new ManualTimers();
     let fail = false;
     const base = dnsTargets({ hostname: "h", port: 1, resolver: resolver(["10.0.0.1", "10.0.0.2"], noData) });
-    const r = await createRouter({ targets: [], membership: { targets: () => (fail ? Promise.reject(servFail) : base()), timers } });
+    const r = await createRouter({ targets: [], membership: withTimers({ targets: () => (fail ? Promise.reject(servFail) : base()) }, timers) });
     fail = true;
     timers.fire();
     await eventually(() => r.stats().membership?.errors === 1);

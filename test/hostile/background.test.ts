@@ -8,7 +8,7 @@
 import type { IncomingMessage } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type Router, type RouterOptions, createRouter, DEFAULTS } from "prefix-router";
-import { ManualTimers } from "../load-view/manual-timers.js";
+import { ManualTimers, withTimers } from "../load-view/manual-timers.js";
 import { type Behaviour, type LoopbackServer, startServer, stall } from "./servers.js";
 
 interface Target {
@@ -103,7 +103,7 @@ describe("a replica that never answers delays only itself", () => {
     a!.behaviour = serve(() => metricsText(aRunning));
     const timers = new ManualTimers();
     const clock = { t: 0, now: () => clock.t };
-    const r = await router({ targets, clock, concurrencyThreshold: 4, loadView: { source: "engine", intervalMs: 100, timeoutMs: 600_000, timers } });
+    const r = await router({ targets, clock, concurrencyThreshold: 4, loadView: withTimers({ source: "engine", intervalMs: 100, timeoutMs: 600_000 }, timers) });
     expect(r.stats().loadView).toMatchObject({ healthy: true, others: { a: 0, b: 0, c: 0 } });
     h!.behaviour = stall();
     for (let step = 1; step <= 5; step++) {
@@ -130,7 +130,7 @@ describe("a replica that never answers delays only itself", () => {
   it("health checks: the others are checked on their cadence while one check hangs", async () => {
     const { servers: [a, , h], targets } = await fleet(3);
     const timers = new ManualTimers();
-    const r = await router({ targets, healthCheck: { intervalMs: 5000, timeoutMs: 600_000, failuresBeforeDown: 1, timers } });
+    const r = await router({ targets, healthCheck: withTimers({ intervalMs: 5000, timeoutMs: 600_000, failuresBeforeDown: 1 }, timers) });
     const failing = (id: string): boolean => r.stats().targets.find((t) => t.id === id)!.failingHealthCheck;
     await eventually(() => timers.size === 1 && h!.heads === 1); // the first checks ended; the loop is due
     h!.behaviour = stall();
@@ -153,7 +153,7 @@ describe("bodies past maxBodyBytes are not read", () => {
     big!.behaviour = hugeBody(DEFAULTS.loadView.engineMaxBodyBytes + 64 * 1024, sockets);
     const warnings: unknown[] = [];
     const logger = { debug() {}, info() {}, warn: (_m: string, f: unknown) => warnings.push(f), error() {} };
-    const r = await router({ targets, logger, clock: { now: () => 0 }, loadView: { source: "engine", timeoutMs: 600_000, timers: new ManualTimers() } });
+    const r = await router({ targets, logger, clock: { now: () => 0 }, loadView: withTimers({ source: "engine", timeoutMs: 600_000 }, new ManualTimers()) });
     const stats = r.stats().loadView!;
     expect(stats.others).toEqual({ a: 0, b: null });
     expect(stats.errors).toBe(1);
@@ -171,7 +171,7 @@ describe("bodies past maxBodyBytes are not read", () => {
       res.writeHead(200, { "content-length": String(10 * 2 ** 30) });
       res.write(metricsText(1)); // and nothing more: only the limit can end this scrape
     };
-    const r = await router({ targets, loadView: { source: "engine", maxBodyBytes: 1024, timeoutMs: 600_000, timers: new ManualTimers() } });
+    const r = await router({ targets, loadView: withTimers({ source: "engine", maxBodyBytes: 1024, timeoutMs: 600_000 }, new ManualTimers()) });
     expect(r.stats().loadView!.lastError).toBe("b: body larger than 1024 bytes (`loadView.maxBodyBytes`); connection closed");
     await eventually(() => sockets.closed === 1);
   }, 20_000);
@@ -189,7 +189,7 @@ describe("bodies past maxBodyBytes are not read", () => {
     const warnings: unknown[] = [];
     const logger = { debug() {}, info() {}, warn: (_m: string, f: unknown) => warnings.push(f), error() {} };
     const timers = new ManualTimers();
-    const r = await router({ targets, logger, healthCheck: { failuresBeforeDown: 1, timeoutMs: 600_000, timers } });
+    const r = await router({ targets, logger, healthCheck: withTimers({ failuresBeforeDown: 1, timeoutMs: 600_000 }, timers) });
     await eventually(() => timers.size === 1 && big!.heads === 1);
     expect(r.stats().targets.map((t) => [t.id, t.failingHealthCheck])).toEqual([["a", false], ["b", true]]);
     expect(warnings).toEqual([
@@ -258,9 +258,9 @@ describe("credentials in metrics and health URLs", () => {
     const r = await router({
       targets: [],
       logger,
-      membership: { targets: () => offered, timers: membershipTimers },
-      loadView: { source: "engine", timers: viewTimers },
-      healthCheck: { timers: new ManualTimers() },
+      membership: withTimers({ targets: () => offered }, membershipTimers),
+      loadView: withTimers({ source: "engine" }, viewTimers),
+      healthCheck: withTimers({}, new ManualTimers()),
     });
     let thrown: unknown;
     try {
@@ -289,7 +289,7 @@ describe("router.close() ends the background requests in flight", () => {
     const sockets: Sockets = { opened: 0, closed: 0 };
     h!.behaviour = (req) => watch(req, sockets);
     const timers = new ManualTimers();
-    const r = await createRouter<Target>({ targets, healthCheck: { timeoutMs: 600_000, timers } });
+    const r = await createRouter<Target>({ targets, healthCheck: withTimers({ timeoutMs: 600_000 }, timers) });
     await eventually(() => sockets.opened === 1);
     await r.close();
     expect(timers.size).toBe(0);
@@ -299,7 +299,7 @@ describe("router.close() ends the background requests in flight", () => {
   it("a /metrics scrape the replica never answers: its connection is closed, no timer left", async () => {
     const { servers: [h], targets } = await fleet(1);
     const timers = new ManualTimers();
-    const r = await createRouter<Target>({ targets, loadView: { source: "engine", timeoutMs: 600_000, timers } });
+    const r = await createRouter<Target>({ targets, loadView: withTimers({ source: "engine", timeoutMs: 600_000 }, timers) });
     const sockets: Sockets = { opened: 0, closed: 0 };
     h!.behaviour = (req) => watch(req, sockets);
     timers.fire(DEFAULTS.loadView.engineIntervalMs);

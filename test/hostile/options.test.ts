@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { type RouterOptions, type TargetSpec, boundedLoad, createRouter, dnsTargets } from "prefix-router";
 import { type FetchLike, type OpenAITarget, createRoutedFetch, routeOpenAI } from "prefix-router/openai";
 import { routeSageMaker } from "prefix-router/sagemaker";
+import { withTimers } from "../load-view/manual-timers.js";
 
 /** A fetch that must never be called. */
 const noFetch: FetchLike = () => {
@@ -133,7 +134,7 @@ describe("createRouter: every option, hostile values", () => {
     ["loadView redis refreshIntervalMs NaN", { targets, loadView: { source: "redis", refreshIntervalMs: Number.NaN } }, "loadView.refreshIntervalMs"],
     ["loadView redis idle below busy", { targets, loadView: { source: "redis", refreshIntervalMs: 50, idleRefreshIntervalMs: 10 } }, "loadView.idleRefreshIntervalMs"],
     ["loadView redis keyPrefix empty", { targets, loadView: { source: "redis", keyPrefix: "" } }, "loadView.keyPrefix"],
-    ["loadView redis timers without clearTimeout", { targets, loadView: { source: "redis", timers: { setTimeout() {} } } }, "loadView.timers"],
+    ["loadView redis test timers without clearTimeout", { targets, loadView: withTimers({ source: "redis" }, { setTimeout() {} } as never) }, "loadView[TEST_TIMERS]"],
     ["loadView engine intervalMs 9", { targets: openaiTargets, loadView: { source: "engine", intervalMs: 9 } }, "loadView.intervalMs"],
     ["loadView engine intervalMs null", { targets: openaiTargets, loadView: { source: "engine", intervalMs: null } }, "loadView.intervalMs"],
     ["loadView engine metrics.running empty", { targets: openaiTargets, loadView: { source: "engine", metrics: { running: [] } } }, "loadView.metrics.running"],

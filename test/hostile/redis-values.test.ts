@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, type Router, createRouter } from "prefix-router";
-import { ManualTimers } from "../load-view/manual-timers.js";
+import { ManualTimers, withTimers } from "../load-view/manual-timers.js";
 import { HAS_REDIS_BINARY, OwnRedis, REDIS_SKIP_REASON, redisForTests } from "../load-view/redis-server.js";
 
 const targets = [{ id: "a" }, { id: "b" }, { id: "c" }, { id: "d" }];
@@ -267,7 +267,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("hostile values in the redis lo
       strategy: "prefix-aware",
       concurrencyThreshold: 1000,
       clock: { now: () => now },
-      loadView: { source: "redis", url: own.url, keyPrefix: prefix, timers, leaseTtlMs: 60_000 },
+      loadView: withTimers({ source: "redis", url: own.url, keyPrefix: prefix, leaseTtlMs: 60_000 }, timers),
     });
     const leases: Lease[] = [];
     const errors = () => viewStats(router).errors;

@@ -134,6 +134,18 @@ describe("unknown options", () => {
     );
   });
 
+  it("`timers` is no option: the background features take test timers only under an internal symbol", async () => {
+    const timers = { setTimeout: () => 0, clearTimeout: () => {} };
+    for (const [open, path] of [
+      [routerWith("membership", { targets: () => targets }), "membership"],
+      [routerWith("healthCheck"), "healthCheck"],
+      [routerWith("loadView", { source: "engine" }), "loadView"],
+      [routerWith("loadView", { source: "redis" }), "loadView"],
+    ] as const) {
+      expect((await failure(open, { timers })).message).toContain(`Unknown option \`${path}.timers\``);
+    }
+  });
+
   it("a key that is no identifier is quoted and cut short", async () => {
     const error = await failure(router, { ["`".repeat(200)]: 1 });
     expect(error.message).toMatch(/^Unknown option "`{64}"… \(200 characters\): the options are those in the README's options table$/);

@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULTS, type Router, createRouter, isRouterError } from "prefix-router";
 import { DEFAULT_MODEL, startFleet } from "prefix-router/fleet";
-import { ManualTimers } from "./manual-timers.js";
+import { ManualTimers, withTimers } from "./manual-timers.js";
 import { eventually } from "./redis-server.js";
 
 interface Target {
@@ -144,17 +144,17 @@ describe("engine load view", () => {
 
   it("with `peers`, a router opens only its share of a target's headroom until the next poll", async () => {
     const timers = new ManualTimers();
-    const r = await engineRouter({ peers: 2, timers });
+    const r = await engineRouter(withTimers({ peers: 2 }, timers));
     const first = r.rank({ body }).targets[0]!.id;
     engines.figures.get(first)!.running = 2; // room for 2 more: 1 each for 2 routers
     await r.close();
-    const shared = await engineRouter({ peers: 2, timers: new ManualTimers() });
+    const shared = await engineRouter(withTimers({ peers: 2 }, new ManualTimers()));
     const one = shared.route({ body });
     expect(one.target.id).toBe(first);
     const two = shared.route({ body });
     expect(two.kind).toBe("spillover");
     // Without peers, the router takes all of the headroom.
-    const alone = await engineRouter({ timers: new ManualTimers() });
+    const alone = await engineRouter(withTimers({}, new ManualTimers()));
     expect([alone.route({ body }), alone.route({ body })].map((l) => l.target.id)).toEqual([first, first]);
   });
 
@@ -212,7 +212,7 @@ describe("engine load view", () => {
 
   it("close() ends the poll loop's timer", async () => {
     const timers = new ManualTimers();
-    const r = await engineRouter({ timers });
+    const r = await engineRouter(withTimers({}, timers));
     await eventually(() => timers.size === 1 && r.stats().loadView?.healthy === true);
     timers.fire();
     await eventually(() => timers.size === 1);

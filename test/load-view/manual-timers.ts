@@ -1,3 +1,5 @@
+import { TEST_TIMERS, type Timers } from "../../src/internal/timers.js";
+
 /** Timers a test fires by hand: nothing runs until `fire()`. */
 export class ManualTimers {
   private next = 1;
@@ -33,4 +35,12 @@ export class ManualTimers {
     for (const [handle] of due) this.pending.delete(handle);
     for (const [, t] of due) t.callback();
   }
+}
+
+/**
+ * `options` (of `membership`, `healthCheck` or an engine or redis `loadView`) with `timers` under
+ * the internal test key those features read ({@link TEST_TIMERS}): not an option users see.
+ */
+export function withTimers<const O extends object>(options: O, timers: Timers): O {
+  return { ...options, [TEST_TIMERS]: timers };
 }

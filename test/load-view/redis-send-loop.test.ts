@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { type RedisConfig, resolveLoadView } from "../../src/load-view/options.js";
 import { RedisLoadView } from "../../src/load-view/redis.js";
 import { silentLogger } from "../../src/logger.js";
-import { ManualTimers } from "./manual-timers.js";
+import { ManualTimers, withTimers } from "./manual-timers.js";
 
 type Reply = [number, string[], number, number];
 
@@ -61,7 +61,7 @@ class SlowRedis {
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function slowView(): { view: RedisLoadView<{ id: string }>; redis: SlowRedis } {
-  const config = resolveLoadView({ source: "redis", url: "redis://127.0.0.1:6379", timers: new ManualTimers() }) as RedisConfig;
+  const config = resolveLoadView(withTimers({ source: "redis", url: "redis://127.0.0.1:6379" }, new ManualTimers())) as RedisConfig;
   const view = new RedisLoadView<{ id: string }>(config, { clock: { now: () => 0 }, logger: silentLogger }, SlowRedis as never);
   return { view, redis: SlowRedis.last! };
 }

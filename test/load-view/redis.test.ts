@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, type Router, createRouter, isRouterError } from "prefix-router";
 import { importPeer } from "../../src/internal/optional-peer.js";
-import { ManualTimers } from "./manual-timers.js";
+import { ManualTimers, withTimers } from "./manual-timers.js";
 import { HAS_REDIS_BINARY, OwnRedis, REDIS_SKIP_REASON, eventually, redisForTests } from "./redis-server.js";
 
 const targets = [{ id: "a" }, { id: "b" }, { id: "c" }, { id: "d" }];
@@ -102,7 +102,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
 
   it("close() ends the refresh loop's timer and the connection", async () => {
     const timers = new ManualTimers();
-    const r = await routerOn(server.url, randomUUID(), { timers });
+    const r = await routerOn(server.url, randomUUID(), withTimers({}, timers));
     await eventually(() => r.stats().loadView?.healthy === true);
     expect(timers.size).toBe(1);
     timers.fire();
@@ -113,7 +113,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
 
   it("reads every refreshIntervalMs while leases are open, every idleRefreshIntervalMs without (defaults 5 and 100 ms)", async () => {
     const timers = new ManualTimers();
-    const r = await routerOn(server.url, randomUUID(), { timers, refreshIntervalMs: undefined });
+    const r = await routerOn(server.url, randomUUID(), withTimers({ refreshIntervalMs: undefined }, timers));
     await eventually(() => r.stats().loadView?.healthy === true);
     timers.fire();
     expect(timers.delays.at(-1)).toBe(100);
@@ -143,7 +143,7 @@ describe.skipIf(REDIS_SKIP_REASON !== undefined)("redis load view", () => {
 
   it("reaps a process whose heartbeat expired: its leases leave the total, the live one's stay", async () => {
     const prefix = randomUUID();
-    const dead = await routerOn(server.url, prefix, { processId: "dead", timers: frozen });
+    const dead = await routerOn(server.url, prefix, withTimers({ processId: "dead" }, frozen));
     const live = await routerOn(server.url, prefix, { processId: "live" });
     try {
       await eventually(() => dead.stats().loadView?.healthy === true && live.stats().loadView?.healthy === true);

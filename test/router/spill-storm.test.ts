@@ -8,7 +8,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { type Logger, type RoutingStrategy, createRouter } from "prefix-router";
-import { ManualTimers } from "../load-view/manual-timers.js";
+import { ManualTimers, withTimers } from "../load-view/manual-timers.js";
 import { eventually } from "../load-view/redis-server.js";
 import { FakeClock } from "../support.js";
 
@@ -59,7 +59,7 @@ describe("the spill-storm warning", () => {
       { id: first!, baseURL: url(failing) },
       { id: second!, baseURL: url(healthy) },
     ];
-    const router = await createRouter({ targets, logger: log, healthCheck: { failuresBeforeDown: 1, timers: new ManualTimers() } });
+    const router = await createRouter({ targets, logger: log, healthCheck: withTimers({ failuresBeforeDown: 1 }, new ManualTimers()) });
     try {
       await eventually(() => router.stats().targets.find((t) => t.id === first)!.failingHealthCheck);
       for (let i = 0; i < 80; i++) router.route({ body }).release();
