@@ -3,7 +3,7 @@
  * checking into the feed's settings, and the endpoints of a data-parallel rank.
  */
 import type { Timers } from "../internal/timers.js";
-import { UNREF_TIMERS } from "../internal/timers.js";
+import { optionTimers } from "../internal/options.js";
 import { checkInteger, describe, orDefault } from "../internal/validate.js";
 import { checkLogger, type Logger } from "../logger.js";
 import type { KvEventSink } from "./events.js";
@@ -48,8 +48,6 @@ export interface KvEventFeedOptions {
   readonly limits?: Partial<KvWireLimits>;
   /** Wall clock in ms since the epoch (lag = now − the batch's `ts`). @default Date */
   readonly clock?: { now(): number };
-  /** Timers for the replay timeout. @default unref'd Node timers */
-  readonly timers?: Timers;
   /** Where problems are reported. @default silent */
   readonly logger?: Logger;
 }
@@ -108,10 +106,8 @@ export function checkOptions(o: KvEventFeedOptions): FeedConfig {
   if (clock === null || typeof clock !== "object" && typeof clock !== "function" || typeof clock.now !== "function") {
     throw new TypeError(`Expected \`clock\` to be an object with a now() method, got ${describe(clock)}`);
   }
-  const timers = orDefault<Timers | null>(o.timers, UNREF_TIMERS);
-  if (timers === null || typeof timers !== "object" || typeof timers.setTimeout !== "function" || typeof timers.clearTimeout !== "function") {
-    throw new TypeError(`Expected \`timers\` to be an object with setTimeout and clearTimeout methods, got ${describe(timers)}`);
-  }
+  // The replay timeout's timers: a test seam (`TEST_TIMERS`), on no public type.
+  const timers = optionTimers("KvEventFeed options", o);
   return {
     engine: o.engine,
     endpoint: kvEndpoint("endpoint", o.endpoint, rank),

@@ -14,6 +14,7 @@ import { Router } from "zeromq";
 import type { KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
 import { KvEventFeed, type KvEventFeedOptions } from "../../src/kv-events/feed.js";
 import { KvEventFeeds } from "../../src/kv-events/feeds.js";
+import { TEST_TIMERS } from "../../src/internal/timers.js";
 import { encodeMsgpack, Float64 } from "../../tools/fleet/kv-events/msgpack.js";
 import { KvEventPublisher, wireSeq, type KvEventPublisherOptions, type WireEvent } from "../../tools/fleet/kv-events/publisher.js";
 
@@ -250,7 +251,7 @@ describe("KvEventFeed over ZeroMQ", () => {
     const timers = { setTimeout: (fn: () => void) => due.push(fn), clearTimeout: () => {} };
     await pub.publish([store(0)]); // before the feed: its join must replay
     const sink = new MarkerSink();
-    const f = await feed({ endpoint: `tcp://127.0.0.1:${port}`, replayEndpoint: `tcp://127.0.0.1:${deadPort}`, replayTimeoutMs: 600_000, timers, sink });
+    const f = await feed({ endpoint: `tcp://127.0.0.1:${port}`, replayEndpoint: `tcp://127.0.0.1:${deadPort}`, replayTimeoutMs: 600_000, [TEST_TIMERS]: timers, sink } as Omit<KvEventFeedOptions, "engine">);
     const next = counter(1);
     for (let i = 0; f.stats().replays === 0; i++) {
       if (i > 200) throw new Error("the join never replayed");
