@@ -13,7 +13,7 @@
  * block of a chain, as vLLM's do on its first block. H is two XXH32 lanes with fixed, distinct
  * seeds over the parent's 64 bits and the block's tokens: 64 bits, plain `Math.imul` JavaScript
  * (no BigInt, no copy into WebAssembly memory per block — the reason `longest-prefix` hashes with
- * its own XXH32, see `../strategies/longest-prefix/xxh32.ts`). Two seeded lanes are not XXH64,
+ * its own XXH32, see `../internal/xxh32.ts`). Two seeded lanes are not XXH64,
  * but each is a full-avalanche 32-bit hash of the whole parent and block, which is what a chain
  * key needs: a collision between two chains needs both lanes to collide (≈ 2⁻⁶⁴ per pair).
  *
@@ -21,7 +21,7 @@
  * per (model, LoRA, salt). Known-answer vectors pin the function (test/kv-events/block-hash.test.ts):
  * changing it is a breaking change for every index built with it.
  */
-import { LITTLE_ENDIAN, xxh32 } from "../strategies/longest-prefix/xxh32.js";
+import { LITTLE_ENDIAN, xxh32 } from "../internal/xxh32.js";
 import { xxh32x2 } from "./xxh32x2.js";
 
 /** The two lanes' seeds (arbitrary odd constants, fixed forever). */

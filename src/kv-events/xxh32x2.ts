@@ -1,12 +1,12 @@
 /**
  * Two XXH32 lanes of the same input in one pass: `out[0]` = XXH32(input, seedA), `out[1]` =
- * XXH32(input, seedB), each equal to `../strategies/longest-prefix/xxh32.ts`'s (and xxhash-wasm's
- * `h32Raw`). The input's words are read once for both lanes' eight accumulators, which saves the
+ * XXH32(input, seedB), each equal to `../internal/xxh32.ts`'s (and xxhash-wasm's `h32Raw`).
+ * The input's words are read once for both lanes' eight accumulators, which saves the
  * second pass's loads and loop overhead: the 64-bit keys of `block-hash.ts` and of the tokenizer's
  * segment cache are these two lanes. Input must be aligned (`start` a multiple of 4, `words` over
  * `bytes` from its `byteOffset`) on a little-endian host; otherwise it is two calls of `xxh32`.
  */
-import { LITTLE_ENDIAN, xxh32 } from "../strategies/longest-prefix/xxh32.js";
+import { LITTLE_ENDIAN, xxh32 } from "../internal/xxh32.js";
 
 const P1 = 0x9e3779b1 | 0;
 const P2 = 0x85ebca77 | 0;
