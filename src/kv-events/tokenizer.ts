@@ -32,7 +32,7 @@ import { join } from "node:path";
 import { RouterError } from "../errors.js";
 import { importPeer } from "../internal/optional-peer.js";
 import type { Logger } from "../logger.js";
-import { xxh32x2 } from "./xxh32x2.js";
+import { xxh32Lanes, xxh32x2 } from "./xxh32x2.js";
 
 /** A loaded `@huggingface/tokenizers` tokenizer (the part used here). */
 export interface HfTokenizer {
@@ -138,7 +138,7 @@ export class PromptTokenizer {
   /** The rendered text as UTF-16LE, hashed per segment (reused: no allocation per read). */
   private buf = Buffer.alloc(1 << 16);
   private words = new Uint32Array(this.buf.buffer, this.buf.byteOffset, this.buf.length >>> 2);
-  private readonly pair = new Uint32Array(2);
+  private readonly lanes = xxh32Lanes(KEY_SEED_HI, KEY_SEED_LO);
   private cachedTokens = 0;
   private readonly queued = new Set<string>();
   private queue: string[] = [];
@@ -249,8 +249,9 @@ export class PromptTokenizer {
       this.words = new Uint32Array(this.buf.buffer, this.buf.byteOffset, this.buf.length >>> 2);
     }
     this.buf.write(segment, 0, ascii ? "latin1" : "utf16le");
-    xxh32x2(this.buf, this.words, 0, bytes, KEY_SEED_HI, KEY_SEED_LO, this.pair);
-    return [this.pair[0] as number, this.pair[1] as number, ascii ? segment.length : -segment.length];
+    const lanes = this.lanes;
+    xxh32x2(this.buf, this.words, 0, bytes, lanes);
+    return [lanes.out[0] as number, lanes.out[1] as number, ascii ? segment.length : -segment.length];
   }
 
   /** The cache key of a segment's text. */

@@ -14,8 +14,27 @@ const P3 = 0xc2b2ae3d | 0;
 const P4 = 0x27d4eb2f | 0;
 const P5 = 0x165667b1 | 0;
 
-/** Writes XXH32(bytes[start..end), seedA) and (…, seedB) into `out[0]`, `out[1]` (uint32). */
-export function xxh32x2(bytes: Uint8Array, words: Uint32Array | undefined, start: number, end: number, seedA: number, seedB: number, out: Uint32Array): void {
+/**
+ * The two seeds of {@link xxh32x2} and where it writes their hashes: made once and reused for
+ * every call (the hot paths hash thousands of blocks per request and allocate nothing per hash).
+ */
+export interface Xxh32Lanes {
+  readonly seedA: number;
+  readonly seedB: number;
+  /** `out[0]` = XXH32(…, seedA), `out[1]` = XXH32(…, seedB), uint32: written by each call. */
+  readonly out: Uint32Array;
+}
+
+/** The lanes of two seeds, with their output pair. */
+export function xxh32Lanes(seedA: number, seedB: number): Xxh32Lanes {
+  return { seedA, seedB, out: new Uint32Array(2) };
+}
+
+/** Writes XXH32(bytes[start..end), lanes.seedA) and (…, lanes.seedB) into `lanes.out[0]`, `lanes.out[1]` (uint32). */
+export function xxh32x2(bytes: Uint8Array, words: Uint32Array | undefined, start: number, end: number, lanes: Xxh32Lanes): void {
+  const seedA = lanes.seedA;
+  const seedB = lanes.seedB;
+  const out = lanes.out;
   if (words === undefined || !LITTLE_ENDIAN || (start & 3) !== 0) {
     out[0] = xxh32(bytes, words, start, end, seedA) >>> 0;
     out[1] = xxh32(bytes, words, start, end, seedB) >>> 0;
