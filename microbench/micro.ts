@@ -29,7 +29,7 @@ import { writeCanonicalPrefix } from "../src/routing/canonical-json.js";
 import { parseJsonTextChecked } from "../src/internal/json-parse.js";
 import { scanJson } from "../src/routing/json-scan.js";
 import { PrefixWriter } from "../src/routing/prefix-writer.js";
-import { xxh32 } from "../src/strategies/longest-prefix/xxh32.js";
+import { xxh32 } from "../src/internal/xxh32.js";
 import { Rng } from "../tools/sim/random.js";
 
 // ---------------------------------------------------------------------------------------------

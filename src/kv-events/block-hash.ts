@@ -13,7 +13,7 @@
  * block of a chain, as vLLM's do on its first block. H is two XXH32 lanes with fixed, distinct
  * seeds over the parent's 64 bits and the block's tokens: 64 bits, plain `Math.imul` JavaScript
  * (no BigInt, no copy into WebAssembly memory per block — the reason `longest-prefix` hashes with
- * its own XXH32, see `../strategies/longest-prefix/xxh32.ts`). Two seeded lanes are not XXH64,
+ * its own XXH32, see `../internal/xxh32.ts`). Two seeded lanes are not XXH64,
  * but each is a full-avalanche 32-bit hash of the whole parent and block, which is what a chain
  * key needs: a collision between two chains needs both lanes to collide (≈ 2⁻⁶⁴ per pair).
  *
@@ -21,8 +21,8 @@
  * per (model, LoRA, salt). Known-answer vectors pin the function (test/kv-events/block-hash.test.ts):
  * changing it is a breaking change for every index built with it.
  */
-import { LITTLE_ENDIAN, xxh32 } from "../strategies/longest-prefix/xxh32.js";
-import { xxh32x2 } from "./xxh32x2.js";
+import { LITTLE_ENDIAN, xxh32 } from "../internal/xxh32.js";
+import { xxh32Lanes, xxh32x2 } from "./xxh32x2.js";
 
 /** The two lanes' seeds (arbitrary odd constants, fixed forever). */
 const SEED_LO = 0x2545f491;
@@ -49,7 +49,7 @@ export class BlockHasher {
   private readonly bytes: Uint8Array;
   /** Roots by extra keys: most traffic repeats the same few. */
   private readonly roots = new Map<string, [number, number]>();
-  private readonly pair = new Uint32Array(2);
+  private readonly lanes = xxh32Lanes(SEED_HI, SEED_LO);
 
   /** @param blockSize - tokens per block, as the engine's. */
   constructor(readonly blockSize: number) {
@@ -100,7 +100,8 @@ export class BlockHasher {
     const bytes = this.bytes;
     const wordsView = LITTLE_ENDIAN ? words : undefined;
     const len = 4 * (B + 2);
-    const pair = this.pair;
+    const lanes = this.lanes;
+    const pair = lanes.out;
     let hi = parent[0] as number;
     let lo = parent[1] as number;
     let k = 0;
@@ -109,7 +110,7 @@ export class BlockHasher {
       words[1] = hi;
       for (let j = 0; j < B; j++) words[j + 2] = tokens[t + j] as number;
       if (!LITTLE_ENDIAN) for (let j = 0; j < B + 2; j++) words[j] = swap32(words[j] as number);
-      xxh32x2(bytes, wordsView, 0, len, SEED_HI, SEED_LO, pair);
+      xxh32x2(bytes, wordsView, 0, len, lanes);
       hi = pair[0] as number;
       lo = pair[1] as number;
       out[2 * (from + k)] = hi;

@@ -1,12 +1,12 @@
 /**
  * Two XXH32 lanes of the same input in one pass: `out[0]` = XXH32(input, seedA), `out[1]` =
- * XXH32(input, seedB), each equal to `../strategies/longest-prefix/xxh32.ts`'s (and xxhash-wasm's
- * `h32Raw`). The input's words are read once for both lanes' eight accumulators, which saves the
+ * XXH32(input, seedB), each equal to `../internal/xxh32.ts`'s (and xxhash-wasm's `h32Raw`).
+ * The input's words are read once for both lanes' eight accumulators, which saves the
  * second pass's loads and loop overhead: the 64-bit keys of `block-hash.ts` and of the tokenizer's
  * segment cache are these two lanes. Input must be aligned (`start` a multiple of 4, `words` over
  * `bytes` from its `byteOffset`) on a little-endian host; otherwise it is two calls of `xxh32`.
  */
-import { LITTLE_ENDIAN, xxh32 } from "../strategies/longest-prefix/xxh32.js";
+import { LITTLE_ENDIAN, xxh32 } from "../internal/xxh32.js";
 
 const P1 = 0x9e3779b1 | 0;
 const P2 = 0x85ebca77 | 0;
@@ -14,8 +14,27 @@ const P3 = 0xc2b2ae3d | 0;
 const P4 = 0x27d4eb2f | 0;
 const P5 = 0x165667b1 | 0;
 
-/** Writes XXH32(bytes[start..end), seedA) and (…, seedB) into `out[0]`, `out[1]` (uint32). */
-export function xxh32x2(bytes: Uint8Array, words: Uint32Array | undefined, start: number, end: number, seedA: number, seedB: number, out: Uint32Array): void {
+/**
+ * The two seeds of {@link xxh32x2} and where it writes their hashes: made once and reused for
+ * every call (the hot paths hash thousands of blocks per request and allocate nothing per hash).
+ */
+export interface Xxh32Lanes {
+  readonly seedA: number;
+  readonly seedB: number;
+  /** `out[0]` = XXH32(…, seedA), `out[1]` = XXH32(…, seedB), uint32: written by each call. */
+  readonly out: Uint32Array;
+}
+
+/** The lanes of two seeds, with their output pair. */
+export function xxh32Lanes(seedA: number, seedB: number): Xxh32Lanes {
+  return { seedA, seedB, out: new Uint32Array(2) };
+}
+
+/** Writes XXH32(bytes[start..end), lanes.seedA) and (…, lanes.seedB) into `lanes.out[0]`, `lanes.out[1]` (uint32). */
+export function xxh32x2(bytes: Uint8Array, words: Uint32Array | undefined, start: number, end: number, lanes: Xxh32Lanes): void {
+  const seedA = lanes.seedA;
+  const seedB = lanes.seedB;
+  const out = lanes.out;
   if (words === undefined || !LITTLE_ENDIAN || (start & 3) !== 0) {
     out[0] = xxh32(bytes, words, start, end, seedA) >>> 0;
     out[1] = xxh32(bytes, words, start, end, seedB) >>> 0;

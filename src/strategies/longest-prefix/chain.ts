@@ -26,7 +26,7 @@
  */
 import { writeU32 } from "../../internal/bytes.js";
 import { PrefixWriter } from "../../routing/prefix-writer.js";
-import { xxh32 } from "./xxh32.js";
+import { xxh32 } from "../../internal/xxh32.js";
 import { type RoutingMode, writeBytesInput } from "../../routing/routing-input.js";
 import { writeTextInput } from "../../routing/prompt-text.js";
 

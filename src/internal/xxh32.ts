@@ -1,7 +1,7 @@
 /**
  * xxHash32 (Yann Collet's XXH32, spec: github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md) in
- * plain JavaScript, for the block chains of `longest-prefix`: one call per block of 128–32,768
- * bytes, thousands of calls per request.
+ * plain JavaScript, for the block chains of `longest-prefix` and the KV-event block hashes: one
+ * call per block of 128–32,768 bytes, thousands of calls per request.
  *
  * Why not xxhash-wasm's `h32Raw`: every call copies its input into WebAssembly memory and crosses
  * the JS/wasm boundary, which costs as much as hashing a 512-byte block. Here the state is four
@@ -10,7 +10,7 @@
  * multiplies per 4 bytes, so ≈ 2 bytes per cycle is its ceiling in any language).
  *
  * Results are equal to xxhash-wasm's `h32Raw(input, seed)` for every input and seed
- * (test/strategies/longest-prefix/xxh32.test.ts checks known answers and random inputs against it).
+ * (test/internal/xxh32.test.ts checks known answers and random inputs against it).
  */
 
 const P1 = 0x9e3779b1 | 0;

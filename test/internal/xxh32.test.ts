@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import xxhash from "xxhash-wasm";
 import { describe, expect, it } from "vitest";
-import { xxh32 } from "../../../src/strategies/longest-prefix/xxh32.js";
+import { xxh32 } from "../../src/internal/xxh32.js";
 
 const api = await xxhash();
 
