@@ -1,6 +1,6 @@
 /**
  * What `npm publish` would upload: no source maps, no file that no entry point reaches, every
- * bare import a declared dependency or peer (bundled code stays bundled), under 380 kB packed;
+ * bare import a declared dependency or peer (bundled code stays bundled), under 490 kB packed;
  * and readable: the library's files are not minified, so an uncaught error shows a short line.
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -29,7 +29,7 @@ interface Manifest {
 }
 
 /** Unminified library code (readable stack traces) in ESM and CommonJS, the tools in ESM, declarations. */
-const MAX_PACKED_BYTES = 380_000;
+const MAX_PACKED_BYTES = 490_000;
 /** The longest line allowed in what the library's entry points load. */
 const MAX_LINE = 400;
 /** Scripts the package runs as processes of their own, by path: no import reaches them. */
