@@ -33,7 +33,7 @@ const MAX_PACKED_BYTES = 490_000;
 /** The longest line allowed in what the library's entry points load. */
 const MAX_LINE = 400;
 /** Scripts the package runs as processes of their own, by path: no import reaches them. */
-const SCRIPTS = ["dist/fleet/llama-engine.js"];
+const SCRIPTS = ["dist/fleet/llama-engine.js", "dist/bench/router-process.js"];
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as Manifest;
 let packed: Packed;
 
