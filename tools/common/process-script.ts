@@ -8,6 +8,7 @@
  * TypeScript loader to slow its start.
  */
 
+import { createRequire } from "node:module";
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
@@ -31,6 +32,27 @@ export async function cachedFile(bytes: Uint8Array, name: string, ext: string): 
   await writeFile(partial, bytes);
   await rename(partial, path);
   return path;
+}
+
+/**
+ * `zeromq` is a native addon that finds its binary from its own folder: the bundle (written to a
+ * temporary folder, where no node_modules is) imports it by its absolute path, resolved from
+ * `caller`, instead of carrying a copy. Not installed: left to fail at run time, where the code
+ * that needs it says so (`ERR_MISSING_PEER`).
+ */
+function nativeFromHere(caller: string): Record<string, unknown> {
+  return {
+    name: "native-from-here",
+    setup(b: { onResolve(o: { filter: RegExp }, f: (a: { path: string }) => unknown): void }) {
+      b.onResolve({ filter: /^zeromq$/ }, (a) => {
+        try {
+          return { path: createRequire(caller).resolve(a.path), external: true };
+        } catch {
+          return { path: a.path, external: true };
+        }
+      });
+    },
+  };
 }
 
 /** esbuild's build function, as the source checkout uses it (a dependency of tsup and tsx there). */
@@ -65,6 +87,7 @@ export async function processScript(caller: string, source: string, built: strin
     target: "node20",
     // Loaded lazily by code the process never runs (the SageMaker event stream).
     external: ["@smithy/*"],
+    plugins: [nativeFromHere(caller)],
     // A bundled CommonJS dependency (openai's) may call require(): give the ES module one.
     banner: { js: 'import { createRequire as __prCreateRequire } from "node:module"; const require = __prCreateRequire(import.meta.url);' },
     logLevel: "silent",
