@@ -8,7 +8,7 @@
  * sync, the sink holds exactly what the engine published since it (re)started, or, after a loss
  * it could not repair, nothing older than the loss.
  */
-import { createServer } from "node:net";
+import { freePort, waitFor } from "./support.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { Router } from "zeromq";
 import type { KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
@@ -17,25 +17,6 @@ import { KvEventFeeds } from "../../src/kv-events/feeds.js";
 import { TEST_TIMERS } from "../../src/internal/timers.js";
 import { encodeMsgpack, Float64 } from "../../tools/fleet/kv-events/msgpack.js";
 import { KvEventPublisher, wireSeq, type KvEventPublisherOptions, type WireEvent } from "../../tools/fleet/kv-events/publisher.js";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 class MarkerSink implements KvEventSink {
   readonly held = new Set<bigint>();

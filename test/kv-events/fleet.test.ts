@@ -3,32 +3,13 @@
  * them: stores with the prompt's tokens (the emulated 4-character tokens by default, or any
  * `tokenize`), evictions, a reset.
  */
-import { createServer } from "node:net";
+import { freePort, waitFor } from "./support.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { byteTokens, emulatedTokens, encodeWireBatch, startFleet, VirtualFleet, type LiveFleet, type WireEvent } from "prefix-router/fleet";
 import { KvWireDecoder } from "../../src/kv-events/wire.js";
 import type { BlockStored, KvEvent, KvEventBatch, KvEventSink } from "../../src/kv-events/events.js";
 import { KvEventFeed } from "../../src/kv-events/feed.js";
 import { renderPrompt } from "../../tools/fleet/template.js";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 class Recorder implements KvEventSink {
   readonly events: KvEvent[] = [];
