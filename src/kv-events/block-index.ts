@@ -164,7 +164,7 @@ export class KvBlockIndex implements KvEventSink {
     }
     let parent: ArrayLike<number>;
     if (event.parentBlockHash === undefined) {
-      parent = this.hasher.root({ model: this.options.model, lora: event.loraName, cacheSalt: event.cacheSalt });
+      parent = this.hasher.root({ model: this.options.model, lora: event.loraName, cacheSalt: event.cacheSalt ?? saltOf(event.extraKeys, event.loraName) });
     } else {
       const [hh, hl] = halves(event.parentBlockHash);
       parent = this.scratch.parent;
@@ -342,4 +342,19 @@ export class KvBlockIndex implements KvEventSink {
       engines: this.ids.map((id, s) => ({ id, blocks: this.table.heldBy[s] as number })),
     };
   }
+}
+
+/**
+ * The request's `cache_salt` among a chain's first block's extra keys, when the event does not
+ * carry it: vLLM keys the first block with (LoRA name, multimodal hashes, cache salt, …) in that
+ * order, so the salt is the last string that is not the LoRA name.
+ */
+function saltOf(extraKeys: readonly unknown[] | undefined, loraName: string | undefined): string | undefined {
+  const first = extraKeys?.[0];
+  if (!Array.isArray(first)) return undefined;
+  for (let i = first.length - 1; i >= 0; i--) {
+    const k: unknown = first[i];
+    if (typeof k === "string" && k !== loraName) return k;
+  }
+  return undefined;
 }

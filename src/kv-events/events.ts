@@ -44,8 +44,9 @@ export interface BlockStored {
    */
   readonly extraKeys?: readonly unknown[] | undefined;
   /**
-   * The request's `cache_salt` (vLLM), read from the first block's extra keys of a chain that
-   * starts a prompt: salted blocks hash apart, as the engine keeps them apart.
+   * The request's `cache_salt` (vLLM), when known apart from `extraKeys`; otherwise the index reads
+   * it from the first block's extra keys of a chain that starts a prompt: salted blocks hash apart,
+   * as the engine keeps them apart.
    */
   readonly cacheSalt?: string | undefined;
 }

@@ -161,8 +161,7 @@ export class WireEvents {
       loraId,
       groupIdx,
       extraKeys,
-      cacheSalt: parentBlockHash === undefined ? saltOf(extraKeys, loraName) : undefined,
-    };
+      };
     return event;
   }
 
@@ -174,19 +173,4 @@ export class WireEvents {
       groupIdx: optInt(groupIdxRaw, "group_idx"),
     };
   }
-}
-
-/**
- * The request's `cache_salt` among a chain's first block's extra keys. vLLM keys the first block
- * with (LoRA name, multimodal hashes, cache salt, …) in that order: the salt is the last string
- * that is not the LoRA name. `undefined` without extra keys or without such a string.
- */
-function saltOf(extraKeys: readonly unknown[] | undefined, loraName: string | undefined): string | undefined {
-  const first = extraKeys?.[0];
-  if (!Array.isArray(first)) return undefined;
-  for (let i = first.length - 1; i >= 0; i--) {
-    const k: unknown = first[i];
-    if (typeof k === "string" && k !== loraName) return k;
-  }
-  return undefined;
 }

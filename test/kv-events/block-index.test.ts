@@ -49,6 +49,18 @@ const batch = (...events: KvEvent[]): KvEventBatch => ({ ts: 0, events, dataPara
 const seq = (n: number, base = 0) => Array.from({ length: n * B }, (_, i) => base + i);
 
 describe("KvBlockIndex", () => {
+  it("reads a chain's cache_salt from its first block's extra keys (vLLM: LoRA name, …, salt), beside the LoRA name", () => {
+    const index = makeIndex();
+    const a = new FakeEngine(1n);
+    const t = seq(3);
+    const { cacheSalt: _salt, ...bare } = a.stored(t, 0, 3, { loraName: "adapter", cacheSalt: "tenant-1" });
+    index.apply("a", batch({ ...bare, extraKeys: [["adapter", "tenant-1"], null, null] }));
+    const e = index.engine("a");
+    expect(index.heldRun(index.hashTokens(t, { model: "m", lora: "adapter", cacheSalt: "tenant-1" }), e)).toBe(3);
+    expect(index.heldRun(index.hashTokens(t, { model: "m", lora: "adapter", cacheSalt: undefined }), e)).toBe(0);
+    expect(index.heldRun(index.hashTokens(t, { model: "m", lora: "adapter", cacheSalt: "tenant-2" }), e)).toBe(0);
+  });
+
   it("store then query gives the run of leading blocks held, per engine", () => {
     const index = makeIndex();
     const a = new FakeEngine(1n);

@@ -121,17 +121,5 @@ export function toKvEvent(e: WireEvent): KvEvent | undefined {
     loraId: e.lora_id ?? undefined,
     groupIdx: e.group_idx ?? undefined,
     extraKeys,
-    cacheSalt: parentBlockHash === undefined ? saltOf(extraKeys, loraName) : undefined,
   };
-}
-
-/** The decoder's reading of `cache_salt`: the last string of the first block's extra keys that is not the LoRA name. */
-function saltOf(extraKeys: readonly unknown[] | undefined, loraName: string | undefined): string | undefined {
-  const first = extraKeys?.[0];
-  if (!Array.isArray(first)) return undefined;
-  for (let i = first.length - 1; i >= 0; i--) {
-    const k: unknown = first[i];
-    if (typeof k === "string" && k !== loraName) return k;
-  }
-  return undefined;
 }
