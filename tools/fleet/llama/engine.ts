@@ -9,8 +9,10 @@
  * the slot's context → the slot is released holding the prompt and the generated tokens it
  * evaluated, for the next request to reuse.
  *
- * With a KV-event publisher, each change of a slot's tokens (the erase that starts a request,
- * the prompt's evaluation, the request's end) is published as vLLM's block events (kv-events.ts).
+ * With a KV-event publisher, each change of a slot's tokens is published as vLLM's block events
+ * (kv-events.ts): at admission the slot's blocks become the prompt's (as vLLM publishes blocks
+ * when its scheduler allocates them, before computing them), and at the request's end what the
+ * slot really holds.
  */
 
 import { FleetError } from "../errors.js";
@@ -103,10 +105,10 @@ export class LlamaEngine {
     return this.sequences.map((seq, id) => ({ id, isProcessing: this.busy[id]!, tokens: seq.contextTokens.slice() }));
   }
 
-  /** Publishes what changed in `slot`'s whole blocks since it was last published. */
-  private publishSlot(slot: number): void {
+  /** Publishes what changed in `slot`'s whole blocks since it was last published: its tokens now, or `tokens` it is about to hold. */
+  private publishSlot(slot: number, tokens: readonly Token[] = this.sequences[slot]!.contextTokens): void {
     if (this.blocks === undefined) return;
-    const events = this.blocks.update(slot, this.sequences[slot]!.contextTokens);
+    const events = this.blocks.update(slot, tokens);
     if (events.length > 0) this.kvEvents!.publish(events);
   }
 
@@ -155,10 +157,12 @@ export class LlamaEngine {
     let finishReason: FinishReason = "abort";
     this.busy[choice.slot] = true;
     try {
-      if (choice.reused < seq.nextTokenIndex) {
-        await seq.eraseContextTokenRanges([{ start: choice.reused, end: seq.nextTokenIndex }]);
-        this.publishSlot(choice.slot);
-      }
+      if (choice.reused < seq.nextTokenIndex) await seq.eraseContextTokenRanges([{ start: choice.reused, end: seq.nextTokenIndex }]);
+      // Admitted: the slot's blocks are the prompt's from now on. vLLM publishes a request's
+      // blocks when its scheduler allocates them (`KVCacheManager.allocate_slots`), before the
+      // forward pass computes them; so does this engine, so that routers learn where a prompt went
+      // as soon as it is admitted rather than after its prefill.
+      this.publishSlot(choice.slot, prompt);
       this.counters.promptTokens += prompt.length;
       this.counters.cachedTokens += choice.reused;
       callbacks.onAdmit?.({ slot: choice.slot, cachedTokens: choice.reused, queueMs });
@@ -170,8 +174,6 @@ export class LlamaEngine {
           if (generated === 0) {
             ttftMs = this.clock.now() - arrival;
             this.ttft.observe(ttftMs / 1000);
-            // The prompt is evaluated: its blocks are held (vLLM publishes them as they are computed).
-            this.publishSlot(choice.slot);
           }
           callbacks.onToken?.(token, generated, ttftMs);
           generated++;

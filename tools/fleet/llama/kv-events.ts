@@ -9,8 +9,9 @@
  * blocks it held before and no longer holds are `BlockRemoved`, the new ones one `BlockStored`
  * (parent hash, `token_ids`, `block_size` 16). The engine holds a block once however many slots
  * hold it, as vLLM holds a page once: a block is stored when its first holder takes it and
- * removed when its last holder drops it. The engine calls it when a slot's tokens change: after
- * the erase that starts a request, after the prompt's evaluation, and at the request's end.
+ * removed when its last holder drops it. The engine calls it when a slot's tokens change:
+ * at admission (the prompt it is about to evaluate, as vLLM publishes a request's blocks when it
+ * allocates them) and at the request's end (what the slot really holds).
  *
  * Block hashes are this engine's own stand-in — the first 8 bytes of SHA-256 over the parent's
  * hash (8 bytes big-endian, 0 for the first block) and the block's tokens (4 bytes little-endian
