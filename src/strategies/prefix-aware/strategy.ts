@@ -22,7 +22,7 @@
  * misses the target's recent keys are forgotten, so the predictions (and the predicted-vs-actual
  * metrics) start over with the target's empty cache.
  *
- * Running keys (`spreadRunningKeys`): running-keys.ts.
+ * Running keys (`spreadRunningKeys`): ../shared/running-keys.ts.
  */
 import { LRUCache } from "lru-cache";
 import type { LeaseOutcome, ReleaseInfo } from "../../types.js";
@@ -31,7 +31,7 @@ import { type ClosedLoopEnv, DEFAULT_CLOSED_LOOP, type MissRun, TokenRatio, coun
 import { measurePrompt } from "../../routing/prompt-length.js";
 import type { PrefixKey } from "../../routing/prefix-key.js";
 import { PrefillSaturation, PrefillTarget } from "./saturation.js";
-import { RunningKeys, spreads } from "./running-keys.js";
+import { RunningKeys, spreads } from "../shared/running-keys.js";
 import { DEFAULT_PREFIX_AWARE, type PrefixAwareConfig } from "./options.js";
 import type { RoutingMode } from "../../routing/routing-input.js";
 import type { Clock } from "../../types.js";

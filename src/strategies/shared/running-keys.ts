@@ -14,27 +14,31 @@ const PRIVATE_CACHE_EVIDENCE = 1.5;
 /** Weight kept by older evidence at each new verdict. */
 const PRIVATE_CACHE_DECAY = 0.9;
 
-/** The keys this router runs on one target, and what the target's responses say about sharing a running prefix. */
-export class RunningKeys {
+/**
+ * The keys this router runs on one target, and what the target's responses say about sharing a
+ * running prefix. `prefix-aware` counts a request's routing key; `precise-prefix` each of its
+ * token blocks.
+ */
+export class RunningKeys<K = bigint> {
   /** Requests in flight from this router on the target, by key. */
-  private readonly running = new Map<bigint, number>();
+  private readonly running = new Map<K, number>();
   /** Decayed verdicts on requests sent while their key ran here: warm (a shared cache) or cold (private ones). */
   private concurrentHits = 0;
   private concurrentMisses = 0;
 
-  has(key: bigint): boolean {
+  has(key: K): boolean {
     return this.running.has(key);
   }
 
   /** Counts a request of `key` in; true when the key was already running here. */
-  start(key: bigint): boolean {
+  start(key: K): boolean {
     const concurrent = this.running.has(key);
     this.running.set(key, (this.running.get(key) ?? 0) + 1);
     return concurrent;
   }
 
   /** Counts a request of `key` out. */
-  end(key: bigint): void {
+  end(key: K): void {
     const n = (this.running.get(key) ?? 1) - 1;
     if (n > 0) this.running.set(key, n);
     else this.running.delete(key);
@@ -54,7 +58,7 @@ export class RunningKeys {
 }
 
 /** Whether a second request for `key`, running on a target whose keys are `keys`, should go elsewhere under `spread`. */
-export function spreads(spread: boolean | "auto", keys: RunningKeys | undefined, key: bigint): boolean {
+export function spreads<K>(spread: boolean | "auto", keys: RunningKeys<K> | undefined, key: K): boolean {
   if (spread === false) return false;
   if (keys === undefined || !keys.has(key)) return false;
   return spread === true || keys.privateCache;
