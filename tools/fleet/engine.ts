@@ -27,6 +27,14 @@
  * token blocks, `blockSizeTokens: 1`, count as llama.cpp does) and a slot keeps its prompt, not
  * its output.
  *
+ * KV events (`kvEvents`, for requests that carry `tokenIds`): the paged mode publishes its cache's
+ * (kv-cache.ts's observer: `BlockStored` when blocks are cached at allocation, `BlockRemoved` on
+ * eviction). Slot mode publishes what its slots hold (kv-events/slot-blocks.ts), as the llama
+ * fleet does: at admission the chosen slot's replaced blocks are removed and the prompt's stored
+ * (a block is stored when its first holder slot takes it, removed when its last holder drops it),
+ * in 16-token blocks when the slot's block divides 16; a cancelled prefill removes what was
+ * never computed. Both publish `AllBlocksCleared` on a restart.
+ *
  * The engine never reads a clock: the caller advances it to a time (`advanceTo`), virtual.ts
  * from a discrete-event loop, live.ts from timers scaled by `timeScale`. Same code, same times.
  */
@@ -37,6 +45,7 @@ import { FleetError } from "./errors.js";
 import { Histogram, TTFT_BUCKETS_SECONDS } from "./histogram.js";
 import { KvCache } from "./kv-cache.js";
 import type { WireEvent } from "./kv-events/publisher.js";
+import { SlotBlockPublisher } from "./kv-events/slot-blocks.js";
 import { type SlotView, chooseSlot } from "./llama/slots.js";
 import { createRandom, type RandomSource } from "../sim/random.js";
 
@@ -175,9 +184,10 @@ export interface EngineOptions {
   /** Random source for `stepJitter`. @default createRandom(0) */
   random?: RandomSource;
   /**
-   * Receives the paged cache's KV events, in vLLM's shapes, as they happen: `BlockStored` when
+   * Receives the cache's KV events, in vLLM's shapes, as they happen: `BlockStored` when
    * blocks are cached (for requests that carry `tokenIds`), `BlockRemoved` when one is evicted,
-   * `AllBlocksCleared` on a restart. None in slot mode. @default none
+   * `AllBlocksCleared` on a restart. In slot mode, what the slots hold (see the file header;
+   * blocks of `kvEventBlockSize(config)` tokens). @default none
    */
   kvEvents?: (event: WireEvent) => void;
 }
@@ -189,6 +199,8 @@ export class Engine {
   private readonly cache: KvCache;
   /** The request whose blocks `cache.allocate` is taking (its tokens go into `BlockStored`). */
   private allocating: EngineRequest | undefined;
+  /** Slot mode with `kvEvents`: the slots' blocks as events. */
+  private readonly slotEvents: SlotBlockPublisher | undefined;
   private readonly random: RandomSource;
   private readonly ttft = new Histogram(TTFT_BUCKETS_SECONDS);
   private pending: Seq[] = [];
@@ -236,6 +248,7 @@ export class Engine {
         cleared: () => emit({ type: "AllBlocksCleared" }),
       };
     }
+    this.slotEvents = emit !== undefined && this.config.slots > 0 ? new SlotBlockPublisher(this.config.slots, this.config.blockSizeTokens, emit) : undefined;
     this.random = options.random ?? createRandom(0);
     this.slotList = Array.from({ length: this.config.slots }, () => ({ tokens: NO_KEYS, busy: false, lastUsed: -1 }));
   }
@@ -271,6 +284,7 @@ export class Engine {
   restart(): void {
     this.cache.clear();
     for (const slot of this.slotList) slot.tokens = NO_KEYS;
+    this.slotEvents?.clear();
     this.restartCount++;
   }
 
@@ -398,6 +412,8 @@ export class Engine {
     slot.busy = false;
     slot.tokens = s.req.blockKeys.subarray(0, blocks);
     slot.lastUsed = this.slotReleases++;
+    // Published at admission; changed only by a cancelled prefill, or a restart meanwhile.
+    this.slotEvents?.hold(s.slot, s.req, blocks);
     s.slot = -1;
   }
 
@@ -500,6 +516,9 @@ export class Engine {
         this.slotList[choice.slot]!.busy = true;
         s.slot = choice.slot;
         s.cached = Math.max(0, Math.min(choice.commonPrefix * bs, promptTokens - 1));
+        // As vLLM caches the blocks it schedules before the forward pass: the slot's replaced
+        // blocks leave, the prompt's are stored.
+        this.slotEvents?.hold(choice.slot, s.req, blockKeys.length);
       } else {
         const hit = this.cache.lookup(blockKeys, promptTokens);
         this.allocating = s.req;

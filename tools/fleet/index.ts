@@ -31,6 +31,7 @@ export type { KvPublisher } from "./llama/kv-events.js";
 export { TINY_LLAMA_CHAT_TEMPLATE, tinyLlamaTokenizerConfig, tinyLlamaTokenizerJson, writeTinyLlamaTokenizer } from "./llama/tokenizer-files.js";
 export { DEFAULT_SLOT_PROMPT_SIMILARITY } from "./llama/slots.js";
 export { KvEventPublisher, encodeWireBatch, offsetEndpoint } from "./kv-events/publisher.js";
+export { kvEventBlockSize } from "./kv-events/slot-blocks.js";
 export type {
   KvEventPublisherOptions,
   WireBatch,
