@@ -11,6 +11,7 @@ import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "../fleet/config.js";
 import { cacheNamespace } from "../fleet/cache-salt.js";
 import type { VirtualResult } from "../fleet/engine.js";
 import { isFleetError } from "../fleet/errors.js";
+import { kvEventBlockSize } from "../fleet/kv-events/slot-blocks.js";
 import { renderPrompt } from "../fleet/template.js";
 import { blockKeys, countTokens } from "../fleet/tokenizer.js";
 import { VirtualFleet } from "../fleet/virtual.js";
@@ -156,8 +157,10 @@ export async function simulate(
   };
   let ids = initialIds(sc.instances);
   let nextId = sc.instances;
-  // Only a policy that reads KV events gets a publishing fleet (same tokens, same timings).
-  const hub = run.factory.usesKvEvents === true ? new KvEventHub(run.kvLagMs ?? 0, blockTokens) : undefined;
+  // Only a policy that reads KV events gets a publishing fleet (same tokens, same timings). Its
+  // events' blocks are the engine's, but 16 tokens for a slot engine counting reuse by the token.
+  const eventBlockTokens = kvEventBlockSize({ slots: engine?.slots ?? DEFAULT_ENGINE_CONFIG.slots, blockSizeTokens: blockTokens });
+  const hub = run.factory.usesKvEvents === true ? new KvEventHub(run.kvLagMs ?? 0, eventBlockTokens) : undefined;
   const fleet = new VirtualFleet({ instances: ids, engine: engineConfig, seed: sc.seed, ...(hub && { kvEvents: hub.push }) });
   const bucketMs = Math.max(1000, Math.round(sc.durationMs / 120 / 1000) * 1000);
   const recorder = new RunRecorder({ bucketMs });

@@ -1,6 +1,6 @@
 import { runBenchmark } from "prefix-router/bench";
 import type { BenchRow } from "prefix-router/bench";
-import { encodeWireBatch, type WireEvent } from "prefix-router/fleet";
+import { encodeWireBatch, kvEventBlockSize, type WireEvent } from "prefix-router/fleet";
 import { describe, expect, it } from "vitest";
 import { KvWireDecoder } from "../../../src/kv-events/wire.js";
 import type { KvEventBatch } from "../../../src/kv-events/events.js";
@@ -61,6 +61,19 @@ describe("bench: precise-prefix", () => {
     // Deterministic, like every row.
     const again = await runBenchmark({ ...base, strategies: ["precise-prefix"], routers: [2], kvLagMs: 20 });
     expect(simulated(again)).toBe(simulated(rows.filter((r) => r.strategy === "precise-prefix" && r.routers === 2)));
+  });
+
+  it("on short-prompts' slot engines, routes on their events in 16-token blocks, as they publish them", async () => {
+    // The slots count reuse by the token (blockSizeTokens 1) and publish 16-token blocks: routers
+    // indexing 1-token blocks would skip every store and predict little.
+    expect(kvEventBlockSize({ slots: 4, blockSizeTokens: 1 })).toBe(16);
+    expect(kvEventBlockSize({ slots: 0, blockSizeTokens: 1 })).toBe(1);
+    const rows = await runBenchmark({ workloads: ["short-prompts"], durationsMs: [30_000], seeds: [3], strategies: ["precise-prefix"], routers: [1, 2] });
+    for (const p of rows) {
+      expect(p.precise!.events).toBeGreaterThan(0);
+      expect(p.precise!.routedApproximate).toBe(0);
+      expect(p.precise!.predictionsWithin10Percent / p.precise!.predictionsTested).toBeGreaterThan(0.7);
+    }
   });
 
   it("is not in the default list, and --kv-lag is checked", async () => {
