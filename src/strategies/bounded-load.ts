@@ -65,7 +65,7 @@ export class ShareTracker {
    * request under factor c (always for c = ∞, or for c > 1 when the target is idle or less busy
    * than its weighted share of the requests in flight).
    */
-  bound(ctx: PickContext<{ id: string }>): LoadBound {
+  bound(ctx: PickContext<{ id: string }>, exempt?: (i: number) => boolean): LoadBound {
     let weight = 0;
     let inflight = 0;
     for (const i of ctx.candidates) {
@@ -73,7 +73,7 @@ export class ShareTracker {
       weight += ctx.weights[i] as number;
       inflight += ctx.inflight(i);
     }
-    return new LoadBound(this, ctx, weight, inflight);
+    return new LoadBound(this, ctx, { weight, inflight, exempt });
   }
 
   /** Advances the counters by one pick of `index`: every count decays, eligible targets are owed their share. */
@@ -94,18 +94,30 @@ export class ShareTracker {
 
 /** The bounded-load rule at one decision (see the file header). */
 export class LoadBound {
+  /** Eligible, non-ejected weight W: the fair-share denominator. */
+  readonly weight: number;
+  /** Requests in flight on the eligible, non-ejected targets. */
+  readonly inflight: number;
+  /**
+   * Targets the bound (a factor ≥ 1) does not bind (`precise-prefix`: engines whose cache is
+   * private to a running request). A factor below 1 asks whether a target is under its share (an
+   * instance just added): that still counts their shares.
+   */
+  private readonly exempt: ((i: number) => boolean) | undefined;
+
   constructor(
     private readonly shares: ShareTracker,
     private readonly ctx: PickContext<{ id: string }>,
-    /** Eligible, non-ejected weight W: the fair-share denominator. */
-    readonly weight: number,
-    /** Requests in flight on the eligible, non-ejected targets. */
-    readonly inflight: number,
-  ) {}
+    d: { readonly weight: number; readonly inflight: number; readonly exempt: ((i: number) => boolean) | undefined },
+  ) {
+    this.weight = d.weight;
+    this.inflight = d.inflight;
+    this.exempt = d.exempt;
+  }
 
   /** Whether target i is within `factor` of its share (busy targets only, for factor > 1). */
   within(i: number, factor: number): boolean {
-    if (this.weight === 0 || factor === Number.POSITIVE_INFINITY) return true;
+    if (this.weight === 0 || factor === Number.POSITIVE_INFINITY || (factor >= 1 && this.exempt?.(i) === true)) return true;
     const w = this.ctx.weights[i] as number;
     const busy = this.ctx.inflight(i);
     if (factor > 1 && (busy === 0 || busy * this.weight < this.inflight * w)) return true;
@@ -114,7 +126,7 @@ export class LoadBound {
 
   /** Whether target i is strictly below `factor` × its share, busy or not. */
   strictlyBelow(i: number, factor: number): boolean {
-    if (this.weight === 0 || factor === Number.POSITIVE_INFINITY) return true;
+    if (this.weight === 0 || factor === Number.POSITIVE_INFINITY || (factor >= 1 && this.exempt?.(i) === true)) return true;
     return this.shares.below(i, factor, (this.ctx.weights[i] as number) / this.weight);
   }
 }

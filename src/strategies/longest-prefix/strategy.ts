@@ -115,7 +115,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
     if (chain === undefined) return leastOutstandingPick(ctx);
-    const p = new Placement({ ctx, r: this.rankingOf(ctx, chain), bound: this.shares.bound(ctx), slots: this.slots }, chain, this.config);
+    const p = new Placement({ ctx, r: this.rankingOf(ctx, chain), bound: this.loadBound(ctx), slots: this.slots }, chain, this.config);
     if (2 * p.r.M < p.blocks || p.common) {
       const j = p.agreed(this.config.exclusive ? EXCLUSIVE_QUEUE_RATIO : QUEUE_RATIO);
       if (j !== -1) return p.picked(j);
@@ -178,6 +178,11 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
   /** A target's tokens-per-unit ratio: learned characters per token here, exact tokens in `precise-prefix`. */
   protected newRatio(): TokenRatio {
     return new TokenRatio();
+  }
+
+  /** The bounded-load rule of one decision (`precise-prefix` exempts engines whose cache is private to a running request). */
+  protected loadBound(ctx: Ctx, exempt?: (i: number) => boolean): LoadBound {
+    return this.shares.bound(ctx, exempt);
   }
 
   protected rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {

@@ -14,17 +14,39 @@ const PRIVATE_CACHE_EVIDENCE = 1.5;
 /** Weight kept by older evidence at each new verdict. */
 const PRIVATE_CACHE_DECAY = 0.9;
 
+/** Decayed verdicts on requests sent while their key ran on a target: warm (a shared cache) or cold (private ones). */
+export class SharingEvidence {
+  private hits = 0;
+  private misses = 0;
+
+  judge(verdict: PredictionVerdict): void {
+    if (verdict === undefined) return;
+    this.hits = PRIVATE_CACHE_DECAY * this.hits + (verdict === "hit" ? 1 : 0);
+    this.misses = PRIVATE_CACHE_DECAY * this.misses + (verdict === "miss" ? 1 : 0);
+  }
+
+  /** Enough verdicts to decide. */
+  get known(): boolean {
+    return this.hits + this.misses >= PRIVATE_CACHE_EVIDENCE;
+  }
+
+  /** They say a running request's prefix is not shared with a second one. */
+  get private(): boolean {
+    return this.known && this.misses > this.hits;
+  }
+}
+
 /**
  * The keys this router runs on one target, and what the target's responses say about sharing a
  * running prefix. `prefix-aware` counts a request's routing key; `precise-prefix` each of its
- * token blocks.
+ * token blocks, and lets a target without evidence of its own take the fleet's (`fleet`).
  */
 export class RunningKeys<K = bigint> {
   /** Requests in flight from this router on the target, by key. */
   private readonly running = new Map<K, number>();
-  /** Decayed verdicts on requests sent while their key ran here: warm (a shared cache) or cold (private ones). */
-  private concurrentHits = 0;
-  private concurrentMisses = 0;
+  private readonly own = new SharingEvidence();
+
+  constructor(private readonly fleet?: SharingEvidence) {}
 
   has(key: K): boolean {
     return this.running.has(key);
@@ -46,14 +68,13 @@ export class RunningKeys<K = bigint> {
 
   /** Learns from the verdict on a request sent while its key ran here. */
   judge(verdict: PredictionVerdict): void {
-    if (verdict === undefined) return;
-    this.concurrentHits = PRIVATE_CACHE_DECAY * this.concurrentHits + (verdict === "hit" ? 1 : 0);
-    this.concurrentMisses = PRIVATE_CACHE_DECAY * this.concurrentMisses + (verdict === "miss" ? 1 : 0);
+    this.own.judge(verdict);
+    this.fleet?.judge(verdict);
   }
 
-  /** Its responses say a running request's prefix is not shared with a second one (llama.cpp's slots). */
+  /** Its responses (or, before it has enough, the fleet's) say a running request's prefix is not shared with a second one (llama.cpp's slots). */
   get privateCache(): boolean {
-    return this.concurrentHits + this.concurrentMisses >= PRIVATE_CACHE_EVIDENCE && this.concurrentMisses > this.concurrentHits;
+    return this.own.known || this.fleet === undefined ? this.own.private : this.fleet.private;
   }
 }
 
