@@ -55,6 +55,9 @@ export async function withAttempts<T extends TargetSpec, R>(
   const tried = new Set<string>();
   // Read once: every attempt routes the same prepared request (no second parse or hash).
   const prepared = router.prepare(request);
+  // A strategy that learns more of the request shortly (a cold prompt's tokens) is waited for.
+  const settling = router.settle(prepared);
+  if (settling !== undefined) await settling;
   const trace = telemetryOf(router).request({ ...facts, strategy: router.strategy });
   const explains = explain || trace.explains;
   for (let attempt = 1; ; attempt++) {

@@ -44,6 +44,7 @@ export function adapterRouter<T extends TargetSpec>(core: Router<T>, parts: Adap
     route: core.route.bind(core),
     rank: core.rank.bind(core),
     prepare: core.prepare.bind(core),
+    settle: core.settle.bind(core),
     targets: core.targets.bind(core),
     stats: addStats === undefined ? core.stats.bind(core) : () => addStats(core.stats()),
     close:

@@ -225,7 +225,7 @@ export class PromptTokenizer {
     }
     tokens.set(suffix, at);
     const tailKey = complete ? 0 : this.keyParts(text.slice(cuts[known], Math.min(cuts[known + 1] as number, (cuts[known] as number) + 4096)))[1];
-    return { tokens, complete, tailKey, chars: text.length, prefixKeys: prefixKeys.subarray(0, 2 * known), tokenEnds: tokenEnds.subarray(0, known) };
+    return { tokens, complete, tailKey, chars: text.length, knownChars: cuts[known] as number, prefixKeys: prefixKeys.subarray(0, 2 * known), tokenEnds: tokenEnds.subarray(0, known) };
   }
 
   /** Tokenizes `body`'s prompt whole (waiting for what is missing); `undefined` when it cannot be rendered. */

@@ -21,8 +21,9 @@ export interface PromptTokens {
    * prompt's end): the ranking's divergence key when nothing beyond the known tokens is held.
    */
   readonly tailKey: number;
-  /** Characters of the rendered prompt. */
+  /** Characters of the rendered prompt, and of its leading segments that `tokens` covers. */
   readonly chars: number;
+  readonly knownChars: number;
   /**
    * Per known segment k: a 64-bit key of the prompt's text up to its end (`prefixKeys[2k]` hi,
    * `[2k + 1]` lo) and the tokens up to its end (`tokenEnds[k]`): a later request sharing those

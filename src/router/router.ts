@@ -173,6 +173,10 @@ class PrefixRouter<T extends TargetSpec> implements Router<T>, LeaseOwner {
     return prepare(this, request, this.mode);
   }
 
+  settle(request: PreparedRequest): Promise<void> | undefined {
+    return this.impl.settle?.(prepare(this, request, this.mode));
+  }
+
   route(request: RouteRequest | PreparedRequest, options?: RouteOptions): Lease<T> {
     const { exclude, attempt, explain } = checkRouteOptions(options);
     const snap = this.snapshot;

@@ -134,6 +134,13 @@ export interface Router<T extends TargetSpec = TargetSpec> {
    * prepared request instead of the request. Throws what `route` would for a bad request.
    */
   prepare(request: RouteRequest): PreparedRequest;
+  /**
+   * Resolves (never rejects) when the strategy can read a prepared request as well as it will
+   * shortly — `precise-prefix` waits, bounded, for a cold prompt's tokens — or returns `undefined`
+   * at once when there is nothing to wait for. The adapters await it before the first `route`;
+   * call it yourself between `prepare` and `route` when routing directly.
+   */
+  settle(request: PreparedRequest): Promise<void> | undefined;
   /** Replaces the target set. Counters of ids that stay are kept; open leases still release. */
   setTargets(targets: readonly T[]): void;
   /** The current targets. */

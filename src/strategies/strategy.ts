@@ -168,6 +168,13 @@ export interface RoutingStrategy<T extends TargetSpec = TargetSpec, I = unknown>
    * when a retry routes it again. May throw a `RouterError` for a body it cannot read.
    */
   read?(request: StrategyRequest): I | undefined;
+  /**
+   * A promise when reading the request now would know less of it than the strategy will shortly
+   * (`precise-prefix`: a cold prompt's tokens, computed off the event loop), resolving — never
+   * rejecting — when it knows more or has waited long enough; `undefined` when there is nothing
+   * to wait for. The adapters await it before a request's first route (`router.settle`).
+   */
+  settle?(request: StrategyRequest): Promise<void> | undefined;
   /** Chooses a target. Must not change any state: {@link RoutingStrategy.commit} does. */
   pick(ctx: PickContext<T>, input: I | undefined): StrategyPick;
   /** The ranking of the candidates, ignoring load (`router.rank()`). Default: the rendezvous ranking of the routing key. */
