@@ -15,6 +15,7 @@ import { routeSageMaker } from "prefix-router/sagemaker";
 import { EJECTION_OPTION_KEYS, ROUTER_OPTION_KEYS } from "../../src/options.js";
 import { LONGEST_PREFIX_OPTION_KEYS } from "../../src/strategies/longest-prefix/options.js";
 import { PREFIX_AWARE_OPTION_KEYS } from "../../src/strategies/prefix-aware/options.js";
+import { PRECISE_PREFIX_OPTION_KEYS } from "../../src/strategies/precise-prefix/options.js";
 import { BOUNDED_LOAD_OPTION_KEYS } from "../../src/strategies/bounded-load.js";
 import { CLOSED_LOOP_OPTION_KEYS } from "../../src/closed-loop/closed-loop.js";
 import { TELEMETRY_OPTION_KEYS } from "../../src/telemetry/load.js";
@@ -72,6 +73,7 @@ const PLACES: [constructor: string, path: string, known: readonly string[], open
   ["createRouter", "ejection", EJECTION_OPTION_KEYS, routerWith("ejection")],
   ["createRouter", "longestPrefix", LONGEST_PREFIX_OPTION_KEYS, routerWith("longestPrefix")],
   ["createRouter", "prefixAware", PREFIX_AWARE_OPTION_KEYS, routerWith("prefixAware")],
+  ["createRouter", "precisePrefix", PRECISE_PREFIX_OPTION_KEYS, routerWith("precisePrefix")],
   ["createRouter", "closedLoop", CLOSED_LOOP_OPTION_KEYS, routerWith("closedLoop")],
   ["createRouter", "telemetry", TELEMETRY_OPTION_KEYS, routerWith("telemetry")],
   ["createRouter", "loadView", ENGINE_LOAD_VIEW_OPTION_KEYS, routerWith("loadView", { source: "engine" })],

@@ -1,69 +1,8 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { readFileSync } from "node:fs";
-import { Tokenizer } from "@huggingface/tokenizers";
 import { afterAll, describe, expect, it } from "vitest";
-import { createRouter, type RouterOptions } from "prefix-router";
-import type { KvEventSink } from "../../src/kv-events/events.js";
-import type { BlockStored } from "../../src/kv-events/events.js";
-import type { PrecisePrefix } from "../../src/strategies/precise-prefix/strategy.js";
-import { FakeClock } from "../support.js";
-
-const DIR = "test/fixtures/precise-tokenizer";
-const FILES = { tokenizerJson: `${DIR}/tokenizer.json`, tokenizerConfig: `${DIR}/tokenizer_config.json` };
-const reference = new Tokenizer(JSON.parse(readFileSync(FILES.tokenizerJson, "utf8")), JSON.parse(readFileSync(FILES.tokenizerConfig, "utf8")));
-const chatml = (messages: { role: string; content: string }[]) =>
-  `${messages.map((m) => `<|im_start|>${m.role}\n${m.content}<|im_end|>\n`).join("")}<|im_start|>assistant\n`;
-const B = 4;
-const DOC = "The router sends each request to the engine that holds the longest run of its blocks. ".repeat(4);
-const conversation = (question: string) => ({ model: "m", messages: [{ role: "system", content: DOC }, { role: "user", content: question }] });
-const tokensOf = (body: { messages: { role: string; content: string }[] }): number[] => reference.encode(chatml(body.messages), { add_special_tokens: false }).ids;
-
-/** BlockStored for the first `blocks` blocks of `tokens`, in one event, with the engine's own (made-up) hashes. */
-function stored(tokens: number[], blocks: number, salt = 0n): BlockStored {
-  return {
-    type: "BlockStored",
-    blockHashes: Array.from({ length: blocks }, (_, k) => 1_000_000n * salt + BigInt(k + 1)),
-    parentBlockHash: undefined,
-    tokenIds: tokens.slice(0, blocks * B),
-    blockSize: B,
-    loraName: undefined,
-    medium: "GPU",
-  };
-}
-
-/** A router with the fixture tokenizer, a fake feed (`inSync` from a set) and the strategy object. */
-async function setup(extra: Partial<RouterOptions> = {}, precise: Record<string, unknown> = {}) {
-  const clock = new FakeClock(1000);
-  const synced = new Set(["a", "b", "c"]);
-  let sink: KvEventSink | undefined;
-  let strategy: PrecisePrefix | undefined;
-  const warnings: string[] = [];
-  const router = await createRouter({
-    targets: [{ id: "a" }, { id: "b" }, { id: "c" }],
-    strategy: (env) => (strategy = env.create("precise-prefix") as unknown as PrecisePrefix) as never,
-    precisePrefix: {
-      tokenizer: FILES,
-      blockSize: B,
-      model: "m",
-      worker: false,
-      pendingTtlMs: 5000,
-      feed: (s) => {
-        sink = s;
-        return { inSync: (e: string) => synced.has(e), stats: () => ({ eventsPerSecond: 0 }) };
-      },
-      ...precise,
-    },
-    clock,
-    random: () => 0.5,
-    logger: { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} },
-    ...extra,
-  });
-  const s = strategy as PrecisePrefix;
-  await s.ready;
-  const apply = (engine: string, event: BlockStored) => sink?.apply(engine, { ts: 0, events: [event], dataParallelRank: undefined });
-  return { router, strategy: s, clock, synced, apply, warnings, sink: sink as KvEventSink };
-}
+import { createRouter } from "prefix-router";
+import { B, FILES, conversation, setup, stored, tokensOf } from "./precise-support.js";
 
 describe("precise-prefix", () => {
   it("sends a request to the engine holding its longest run, and predicts run × blockSize tokens", async () => {
@@ -229,5 +168,9 @@ describe("precise-prefix", () => {
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { feed: {} as never } })).rejects.toThrow(/`precisePrefix.feed` to be an object with an inSync/);
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { tokenizer: { endpoint: "ftp://x" } } })).rejects.toThrow(/`precisePrefix.tokenizer.endpoint` to be an http\(s\) URL/);
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { capacityBlocks: 10 } })).rejects.toThrow(/from 1024 to 67108864, got 10/);
+    await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { tokenizeWaitMs: 20_000 } })).rejects.toThrow(/`precisePrefix.tokenizeWaitMs` to be an integer from 0 to 10000, got 20000/);
+    await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { spreadRunningPrefixes: "yes" as never } })).rejects.toThrow('Expected `precisePrefix.spreadRunningPrefixes` to be a boolean or "auto", got "yes"');
+    // An option this version does not know is refused, with the nearest known one.
+    await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { blockSiz: 16 } as never })).rejects.toThrow("Unknown option `precisePrefix.blockSiz` — did you mean `precisePrefix.blockSize`?");
   });
 });

@@ -2,7 +2,7 @@
  * Options of the `precise-prefix` strategy (`RouterOptions.precisePrefix`): their defaults,
  * limits and validation. Messages name the option, the range and the value received.
  */
-import { checkBoolean, checkInteger, describe, orDefault } from "../../internal/validate.js";
+import { checkBoolean, checkInteger, checkKnownKeys, describe, keysOf, orDefault } from "../../internal/validate.js";
 import type { KvEventSink } from "../../kv-events/events.js";
 import type { TokenizerSource } from "../../kv-events/tokenizer.js";
 
@@ -78,10 +78,38 @@ export interface PrecisePrefixOptions {
   worker?: boolean;
   /** Timeout of one `/tokenize` call, ms. From 1 to 600,000. @default 10000 */
   tokenizeTimeoutMs?: number;
+  /**
+   * How long the adapters hold a request whose prompt is not all tokenized yet (a system prompt
+   * or document this process has not seen) for its tokens, ms, before routing it on what is
+   * known. Tokenizing runs off the event loop meanwhile; a wrong engine costs a whole prefill.
+   * 0: never wait. From 0 to 10,000.
+   * @default 100
+   */
+  tokenizeWaitMs?: number;
+  /**
+   * A request whose longest held prefix on an engine is part of a request this router is running
+   * there counts that engine as holding nothing — for engines whose cache is private to a running
+   * request (llama.cpp's slots), where a second request for a running prefix starts cold. vLLM
+   * and SGLang share a running request's blocks. `"auto"`: only on an engine whose responses to
+   * such requests were mostly misses; `true` always; `false` never.
+   * @default "auto"
+   */
+  spreadRunningPrefixes?: boolean | "auto";
 }
 
 /** Defaults of {@link PrecisePrefixOptions}. */
-export const DEFAULT_PRECISE_PREFIX: Readonly<{ blockSize: number; capacityBlocks: number; pendingTtlMs: number; pendingCapacity: number; cacheTokens: number; maxQueuedChars: number; worker: boolean; tokenizeTimeoutMs: number }> = Object.freeze({
+export const DEFAULT_PRECISE_PREFIX: Readonly<{
+  blockSize: number;
+  capacityBlocks: number;
+  pendingTtlMs: number;
+  pendingCapacity: number;
+  cacheTokens: number;
+  maxQueuedChars: number;
+  worker: boolean;
+  tokenizeTimeoutMs: number;
+  tokenizeWaitMs: number;
+  spreadRunningPrefixes: boolean | "auto";
+}> = Object.freeze({
   blockSize: 16,
   capacityBlocks: 1_048_576,
   pendingTtlMs: 10_000,
@@ -90,7 +118,15 @@ export const DEFAULT_PRECISE_PREFIX: Readonly<{ blockSize: number; capacityBlock
   maxQueuedChars: 8_388_608,
   worker: true,
   tokenizeTimeoutMs: 10_000,
+  tokenizeWaitMs: 100,
+  spreadRunningPrefixes: "auto",
 });
+
+/** @internal Every key of {@link PrecisePrefixOptions}. */
+export const PRECISE_PREFIX_OPTION_KEYS = keysOf<PrecisePrefixOptions>()([
+  "tokenizer", "blockSize", "model", "capacityBlocks", "pendingTtlMs", "pendingCapacity", "feed", "checkUrl",
+  "cacheTokens", "maxQueuedChars", "worker", "tokenizeTimeoutMs", "tokenizeWaitMs", "spreadRunningPrefixes",
+]);
 
 /** Ranges of {@link PrecisePrefixOptions}, inclusive. */
 export const PRECISE_PREFIX_LIMITS = Object.freeze({
@@ -101,6 +137,7 @@ export const PRECISE_PREFIX_LIMITS = Object.freeze({
   cacheTokens: { min: 0, max: 268_435_456 },
   maxQueuedChars: { min: 1024, max: 268_435_456 },
   tokenizeTimeoutMs: { min: 1, max: 600_000 },
+  tokenizeWaitMs: { min: 0, max: 10_000 },
 });
 
 /** @internal Validated options. */
@@ -117,6 +154,7 @@ const NAME = "precisePrefix";
 export function resolvePrecisePrefixOptions(options: unknown): PrecisePrefixConfig {
   if (options === undefined) return Object.freeze({ ...DEFAULT_PRECISE_PREFIX, tokenizer: undefined, model: undefined, feed: undefined, checkUrl: undefined });
   if (options === null || typeof options !== "object" || Array.isArray(options)) throw new TypeError(`Expected \`${NAME}\` to be an object, got ${describe(options)}`);
+  checkKnownKeys(NAME, options, PRECISE_PREFIX_OPTION_KEYS);
   const o = options as PrecisePrefixOptions;
   const d = DEFAULT_PRECISE_PREFIX;
   const L = PRECISE_PREFIX_LIMITS;
@@ -134,7 +172,14 @@ export function resolvePrecisePrefixOptions(options: unknown): PrecisePrefixConf
     maxQueuedChars: int("maxQueuedChars"),
     worker: checkBoolean(`${NAME}.worker`, orDefault(o.worker, d.worker)),
     tokenizeTimeoutMs: int("tokenizeTimeoutMs"),
+    tokenizeWaitMs: int("tokenizeWaitMs"),
+    spreadRunningPrefixes: checkSpread(orDefault(o.spreadRunningPrefixes, d.spreadRunningPrefixes)),
   });
+}
+
+function checkSpread(value: unknown): boolean | "auto" {
+  if (typeof value === "boolean" || value === "auto") return value;
+  throw new TypeError(`Expected \`${NAME}.spreadRunningPrefixes\` to be a boolean or "auto", got ${describe(value)}`);
 }
 
 function checkOptionalString(key: string, value: unknown): string | undefined {

@@ -19,6 +19,8 @@ export interface PrecisePrefixStats {
   state: PreciseState;
   /** Decisions taken on tokens, and on `longest-prefix` (no tokens). */
   routed: { precise: number; approximate: number };
+  /** Decisions that passed over an engine running the request's prefix on a private cache (`spreadRunningPrefixes`). */
+  spreadRunning: number;
   /**
    * The closed loop's measure: responses that reported cached tokens, and those whose report was
    * within 10% of the prediction (`|cached − predicted| ≤ 0.1 × max(cached, predicted)`).

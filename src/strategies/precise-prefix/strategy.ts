@@ -24,12 +24,15 @@
  */
 import type { Logger } from "../../logger.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
-import { TokenRatio } from "../../closed-loop/closed-loop.js";
+import { DEFAULT_CLOSED_LOOP, TokenRatio, judgePrediction } from "../../closed-loop/closed-loop.js";
 import { KvBlockIndex, type RunsQuery } from "../../kv-events/block-index.js";
 import { EndpointBackend, type PromptTokenizer, type PromptTokens, checkAgainstEngine, isOwnTokenizer, loadTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import type { BlockChain } from "../longest-prefix/chain.js";
 import type { LongestPrefixConfig } from "../longest-prefix/options.js";
+import type { LoadBound } from "../bounded-load.js";
+import { alignById } from "../shared/by-id.js";
+import { RunningKeys, SharingEvidence, spreads } from "../shared/running-keys.js";
 import type { MatchSource } from "../longest-prefix/ranking.js";
 import { LongestPrefix, type LongestPrefixEnv } from "../longest-prefix/strategy.js";
 import type { ChainRanking } from "../longest-prefix/ranking.js";
@@ -96,9 +99,17 @@ export class PrecisePrefix extends LongestPrefix {
   private engineSlots = new Int32Array(0);
   /** runs[i]: target i's match from the events this decision, or −1 (approximate). */
   private runs = new Int32Array(0);
+  /** busy[i]: this decision's prefix runs on target i, whose cache is private to a running request (`spreadRunningPrefixes`). */
+  private busy = new Uint8Array(0);
   private candSlots = new Int32Array(16);
   private candRuns = new Int32Array(16);
-  private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0 };
+  private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0, spread: 0 };
+  /** Per target: the blocks of the requests this router runs there, and whether its cache is private to a running request. */
+  private running: RunningKeys<number>[] = [];
+  private readonly runningById = new Map<string, RunningKeys<number>>();
+  /** The fleet's verdicts, for an engine without enough of its own: fleets are mostly of one engine kind. */
+  private readonly sharing = new SharingEvidence();
+  private readonly exempt = (i: number): boolean => this.precise.spreadRunningPrefixes === true || this.running[i]?.privateCache === true;
   /** Requests' token chains, with the cache of earlier prompts'. */
   private readonly tokenChains: TokenChains;
   private held = new Int32Array(16);
@@ -177,8 +188,10 @@ export class PrecisePrefix extends LongestPrefix {
     super.setTargets(targets);
     this.approx.setTargets(targets);
     this.ids = targets.map((t) => t.id);
+    this.running = alignById(this.runningById, targets, () => new RunningKeys<number>(this.sharing));
     this.engineSlots = Int32Array.from(targets, (t) => this.index.engine(t.id));
     this.runs = new Int32Array(targets.length).fill(-1);
+    this.busy = new Uint8Array(targets.length);
     const approx = this.indexes;
     const runs = (): Int32Array => this.runs;
     this.indexes = approx.map(
@@ -189,6 +202,34 @@ export class PrecisePrefix extends LongestPrefix {
         },
       }),
     );
+  }
+
+  /**
+   * A prompt mostly not tokenized yet (a system prompt or document this process has not seen:
+   * this read queues its tokenization) is waited for, at most `tokenizeWaitMs`: routed now, it
+   * would go on what is known of it — often nothing — and cost a whole prefill on the wrong
+   * engine. A conversation's next turn, whose earlier turns are known, does not wait for its new
+   * message: what places it is known.
+   */
+  settle(request: StrategyRequest): Promise<void> | undefined {
+    const wait = this.precise.tokenizeWaitMs;
+    const tokenizer = this.tokenizer;
+    if (wait === 0 || this.stateNow !== "ready" || tokenizer === undefined || request.body === undefined) return undefined;
+    let known: PromptTokens | undefined;
+    try {
+      known = tokenizer.read(request.body);
+    } catch {
+      return undefined; // The route reads it again and reports what is wrong with it.
+    }
+    if (known === undefined || known.complete || 2 * known.knownChars >= known.chars) return undefined;
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, wait);
+      timer.unref?.();
+      void tokenizer.settled().then(() => {
+        clearTimeout(timer);
+        resolve();
+      }, resolve);
+    });
   }
 
   /** The request's token chain when its tokens are known, else `longest-prefix`'s character chain. */
@@ -230,6 +271,7 @@ export class PrecisePrefix extends LongestPrefix {
       if (sync) inSync++;
     }
     this.runs.fill(-1);
+    this.busy.fill(0);
     if (inSync === 0) return 0;
     if (this.held.length < 2 * T) this.held = new Int32Array(4 * T);
     const held = this.held.subarray(0, T);
@@ -253,14 +295,25 @@ export class PrecisePrefix extends LongestPrefix {
       memo.runs = new Int32Array(size);
       memo.gens = new Int32Array(size).fill(-1);
     }
+    const spread = this.precise.spreadRunningPrefixes;
     for (let j = 0; j < T; j++) {
       const e = this.candSlots[j] as number;
       if (e < 0) continue;
-      this.runs[cands[j] as number] = this.candRuns[j] as number;
+      const i = cands[j] as number;
+      const m = this.candRuns[j] as number;
+      this.runs[i] = m;
       memo.runs[e] = eventRuns[j] as number;
       memo.gens[e] = this.index.generation(e);
+      // The engine holds the prefix, but in a request this router runs there: on a private cache
+      // (llama.cpp's slots) this request would start cold beside it, so the engine is not open to it.
+      if (m > 0 && spreads(spread, this.running[i], chain.keys[m - 1] as number)) this.busy[i] = 1;
     }
     return inSync;
+  }
+
+  /** Engines whose cache is private to a running request are not bound by the shares: a running prefix already sends the next request elsewhere. */
+  protected override loadBound(ctx: Ctx): LoadBound {
+    return super.loadBound(ctx, this.precise.spreadRunningPrefixes === false ? undefined : this.exempt);
   }
 
   override rank(ctx: Ctx, chain: BlockChain | undefined): StrategyRanking {
@@ -269,7 +322,13 @@ export class PrecisePrefix extends LongestPrefix {
 
   override pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
     if (!isPrecise(chain)) return this.approx.pick(ctx, chain);
-    const pick = super.pick(ctx, chain);
+    // Engines running this prefix on a private cache are closed to it: the placement's walk takes
+    // the next of the ranking (another holder, or the prefix's spill target), as for a full one.
+    const busy = this.busy;
+    const open = Object.create(ctx) as Ctx;
+    Object.defineProperty(open, "isOpen", { value: (i: number) => busy[i] !== 1 && ctx.isOpen(i) });
+    const pick = super.pick(open, chain);
+    if (busy[pick.index] !== 1 && busy.includes(1)) this.counts.spread++;
     const inSync = this.candSlots.subarray(0, ctx.candidates.length).reduce((n, s) => n + (s >= 0 ? 1 : 0), 0);
     const precise: PrecisePick = {
       ...pick,
@@ -297,9 +356,19 @@ export class PrecisePrefix extends LongestPrefix {
     const predicted = pick.predictedCachedTokens;
     const counts = this.counts;
     const index = this.index;
+    // Its blocks run on the target until it ends; a request sent while its matched prefix ran
+    // there teaches whether the target's cache is shared (a hit) or private (a miss).
+    const running = this.running[pick.index] as RunningKeys<number>;
+    const { keys, n } = chain;
+    const m = synced ? Math.min(pick.matchedBlocks ?? 0, n) : 0;
+    const concurrent = m > 0 && running.has(keys[m - 1] as number);
+    for (let k = 0; k < n; k++) running.start(keys[k] as number);
+    const ratio = (this.closedLoop ?? DEFAULT_CLOSED_LOOP).ratio;
     return {
       firstByte: () => inner?.firstByte?.(),
       release(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void {
+        for (let k = 0; k < n; k++) running.end(keys[k] as number);
+        if (concurrent) running.judge(judgePrediction(predicted, outcome, info, ratio));
         const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
         if (failed && !sawFirstByte && from < chain.n) index.forgetPending(e, chain, from, chain.n);
         const cached = info?.cachedTokens;
@@ -317,6 +386,7 @@ export class PrecisePrefix extends LongestPrefix {
     const precise: PrecisePrefixStats = {
       state: this.stateNow,
       routed: { precise: this.counts.precise, approximate: this.counts.approximate },
+      spreadRunning: this.counts.spread,
       predictions: { tested: this.counts.tested, within10Percent: this.counts.within },
       index: this.index.stats(),
       tokenizer: this.tokenizer?.stats(),
