@@ -36,6 +36,8 @@ export const FINE_BUCKET_MS = 5_000;
 export const WINDOW_MS = 30_000;
 /** How long after a restart its dip is looked for, ms. */
 export const HORIZON_MS = 10 * 60_000;
+/** The span after the instance serves again over which the run's hit rate is reported, ms. */
+export const AFTER_UP_MS = 5 * 60_000;
 /** Gaps reported at these delays after the restart (end of the window), ms. */
 export const GAP_DELAYS_MS: readonly number[] = [30_000, 60_000, 120_000, 300_000];
 
@@ -45,6 +47,8 @@ export interface RestartResult extends RestartEvent {
   readonly referenceHitRate: number | null;
   /** Token hit rate of the run with the restart over the same requests. */
   readonly hitRate: number | null;
+  /** Token hit rate of the run over the {@link AFTER_UP_MS} from the moment the instance serves again (`null` past the run). */
+  readonly hitRateAfterUp: number | null;
   /** Largest gap (reference − run) of a window after the restart. */
   readonly dip: number | null;
   /** Time from the restart until the gap is back within 2 points, ms (see the file header). */
@@ -105,5 +109,7 @@ export function analyzeRestart(event: RestartEvent, run: FineSeries, reference: 
     return { afterMs, gap: end > endMs ? null : gapOf(end - WINDOW_MS) };
   });
   const recoveryAfterUpMs = recoveryMs === null ? null : Math.max(0, recoveryMs - (event.downMs ?? 0));
-  return { ...event, referenceHitRate: reference.rate(event.atMs, stop), hitRate: run.rate(event.atMs, stop), dip, recoveryMs, recoveryAfterUpMs, gaps };
+  const upMs = event.atMs + (event.downMs ?? 0);
+  const hitRateAfterUp = upMs + AFTER_UP_MS > endMs ? null : run.rate(upMs, upMs + AFTER_UP_MS);
+  return { ...event, referenceHitRate: reference.rate(event.atMs, stop), hitRate: run.rate(event.atMs, stop), hitRateAfterUp, dip, recoveryMs, recoveryAfterUpMs, gaps };
 }

@@ -166,6 +166,7 @@ export function formatRestarts(rows: readonly BenchRow[]): string {
         `${formatDuration(e.atMs)} ${e.instance}${e.downMs ? ` down ${formatDuration(e.downMs)}` : ""}`,
         e.referenceHitRate === null ? "-" : pct(e.referenceHitRate),
         e.hitRate === null ? "-" : pct(e.hitRate),
+        e.hitRateAfterUp === null ? "-" : pct(e.hitRateAfterUp),
         pts(e.dip),
         ...e.gaps.map((g) => pts(g.gap)),
         e.recoveryMs === null ? (e.dip === null ? "-" : "not recovered") : formatDuration(e.recoveryMs),
@@ -175,8 +176,8 @@ export function formatRestarts(rows: readonly BenchRow[]): string {
   }
   if (body.length === 0) return "";
   const gapHeads = (rows.find((r) => r.restarts?.length)?.restarts?.[0]?.gaps ?? []).map((g) => `gap +${formatDuration(g.afterMs)}`);
-  const header = ["workload", "strategy", "restart", "hit no restart %", "hit %", "dip pts", ...gapHeads, "recovery", "after up"];
-  return grid(header, ["l", "l", "l", "r", "r", "r", ...gapHeads.map((): Align => "r"), "r", "r"], body);
+  const header = ["workload", "strategy", "restart", "hit no restart %", "hit %", "hit 5m up %", "dip pts", ...gapHeads, "recovery", "after up"];
+  return grid(header, ["l", "l", "l", "r", "r", "r", "r", ...gapHeads.map((): Align => "r"), "r", "r"], body);
 }
 
 /** `mean ± half-width` with `digits` decimals (× `scale`); just the mean for one seed. */

@@ -45,6 +45,11 @@ describe("analyzeRestart", () => {
       [120_000, 0],
       [300_000, 0],
     ]);
+    // 5 minutes from the restart (no downtime): 12 buckets at 0.6, 48 at 0.9.
+    expect(r.hitRateAfterUp).toBeCloseTo((12 * 0.6 + 48 * 0.9) / 60, 6);
+    // With a minute down, the 5 minutes start when it serves again; past the run, none.
+    expect(analyzeRestart({ atMs: 600_000, instance: "i3", downMs: 60_000 }, run, reference, 20 * 60_000).hitRateAfterUp).toBeCloseTo(0.9, 6);
+    expect(analyzeRestart({ atMs: 600_000, instance: "i3" }, run, reference, 14 * 60_000).hitRateAfterUp).toBeNull();
   });
 
   it("reports no recovery when the gap never closes, and 0 when it never opened", () => {
