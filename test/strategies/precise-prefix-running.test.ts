@@ -180,5 +180,16 @@ describe("precise-prefix: waiting for a cold prompt's tokens", () => {
     );
     expect(seen).toEqual({ target: "b", matchedBy: "events" });
   });
+
+  it("a request that does not wait is read once: its route takes what settle read", async () => {
+    const { router, strategy } = await setup();
+    const body = conversation("Read once?");
+    await strategy.tokens?.tokenize(body);
+    const before = router.stats().precise?.tokenizer?.complete ?? 0;
+    const prepared = router.prepare({ body });
+    expect(router.settle(prepared)).toBeUndefined();
+    router.route(prepared).release("success");
+    expect(router.stats().precise?.tokenizer?.complete).toBe(before + 1);
+  });
 });
 

@@ -6,6 +6,7 @@
 import type { BlockHasher, TokenBlocks } from "../../kv-events/block-hash.js";
 import type { PromptTokens } from "../../kv-events/tokenizer.js";
 import type { BlockChain } from "../longest-prefix/chain.js";
+import { TokenRatio } from "../../closed-loop/closed-loop.js";
 
 /** Entries of the chain-hash cache (three per request read: its last known segment boundaries). */
 const CHAIN_CACHE_ENTRIES = 3 * 2048;
@@ -95,5 +96,18 @@ export class TokenChains {
       for (let k = n * B; k < t.tokens.length; k++) tail = Math.imul(tail ^ (t.tokens[k] as number), 0x01000193);
     }
     return { keys, n, lastKey: Math.imul(prev ^ tail, 0x9e3779b1) ^ (t.tokens.length - n * B), length: t.tokens.length, blockBytes: B, hashes, known: t.tokens.length, complete: t.complete, memo, hint };
+  }
+}
+
+/** Exact token counts: the unit of a precise chain is the token. */
+export class ExactTokens extends TokenRatio {
+  override get value(): number {
+    return 1;
+  }
+  override tokens(units: number): number {
+    return Math.floor(units);
+  }
+  override learn(): boolean {
+    return false;
   }
 }

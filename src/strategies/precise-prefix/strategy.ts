@@ -24,7 +24,7 @@
  */
 import type { Logger } from "../../logger.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
-import { DEFAULT_CLOSED_LOOP, TokenRatio, judgePrediction } from "../../closed-loop/closed-loop.js";
+import { DEFAULT_CLOSED_LOOP, type TokenRatio, judgePrediction } from "../../closed-loop/closed-loop.js";
 import { KvBlockIndex, type RunsQuery } from "../../kv-events/block-index.js";
 import { EndpointBackend, type PromptTokenizer, type PromptTokens, checkAgainstEngine, isOwnTokenizer, loadTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
@@ -36,7 +36,7 @@ import { RunningKeys, SharingEvidence, spreads } from "../shared/running-keys.js
 import type { MatchSource } from "../longest-prefix/ranking.js";
 import { LongestPrefix, type LongestPrefixEnv } from "../longest-prefix/strategy.js";
 import type { ChainRanking } from "../longest-prefix/ranking.js";
-import { type PreciseChain, TokenChains, isPrecise } from "./chain.js";
+import { ExactTokens, type PreciseChain, TokenChains, isPrecise } from "./chain.js";
 import type { KvFeedLike, PrecisePrefixConfig } from "./options.js";
 import type { PrecisePrefixStats, PreciseState } from "./stats.js";
 
@@ -69,19 +69,6 @@ export interface PrecisePrefixEnv extends LongestPrefixEnv {
   readonly logger: Logger;
 }
 
-/** Exact token counts: the unit of a precise chain is the token. */
-class ExactTokens extends TokenRatio {
-  override get value(): number {
-    return 1;
-  }
-  override tokens(units: number): number {
-    return Math.floor(units);
-  }
-  override learn(): boolean {
-    return false;
-  }
-}
-
 /** The `precise-prefix` strategy of one router. */
 export class PrecisePrefix extends LongestPrefix {
   override readonly name: string = "precise-prefix";
@@ -99,6 +86,8 @@ export class PrecisePrefix extends LongestPrefix {
   private engineSlots = new Int32Array(0);
   /** runs[i]: target i's match from the events this decision, or −1 (approximate). */
   private runs = new Int32Array(0);
+  /** What `settle` read of a request that did not wait, for its route (the adapters call one after the other). */
+  private readonly settled = new WeakMap<StrategyRequest, PromptTokens>();
   /** busy[i]: this decision's prefix runs on target i, whose cache is private to a running request (`spreadRunningPrefixes`). */
   private busy = new Uint8Array(0);
   private candSlots = new Int32Array(16);
@@ -221,7 +210,11 @@ export class PrecisePrefix extends LongestPrefix {
     } catch {
       return undefined; // The route reads it again and reports what is wrong with it.
     }
-    if (known === undefined || known.complete || 2 * known.knownChars >= known.chars) return undefined;
+    if (known === undefined || known.complete || 2 * known.knownChars >= known.chars) {
+      // The route reads the same request next: it takes these tokens rather than reading again.
+      if (known !== undefined) this.settled.set(request, known);
+      return undefined;
+    }
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, wait);
       timer.unref?.();
@@ -235,7 +228,8 @@ export class PrecisePrefix extends LongestPrefix {
   /** The request's token chain when its tokens are known, else `longest-prefix`'s character chain. */
   override read(request: StrategyRequest): BlockChain | undefined {
     if (this.stateNow === "ready" && this.tokenizer !== undefined && request.body !== undefined) {
-      const t = this.tokenizer.read(request.body);
+      const t = this.settled.get(request) ?? this.tokenizer.read(request.body);
+      this.settled.delete(request);
       if (t !== undefined && t.tokens.length >= this.precise.blockSize) return this.chainOf(t, request);
     }
     return this.approx.read(request);
