@@ -15,7 +15,9 @@
 import { performance } from "node:perf_hooks";
 import { type RouterOptions } from "prefix-router";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
-import type { EngineConfig } from "../../fleet/config.js";
+import { type EngineConfig, resolveEngineConfig } from "../../fleet/config.js";
+import { kvEventBlockSize } from "../../fleet/kv-events/slot-blocks.js";
+import { KV_BLOCK_SIZE } from "../../fleet/llama/kv-events.js";
 import { startLlamaFleet, DEFAULT_LLAMA_MODEL, type LlamaFleet, type LlamaFleetOptions } from "../../fleet/llama/index.js";
 import { tinyLlamaTokenizer } from "../../fleet/llama/bpe.js";
 import { renderPrompt } from "../../fleet/template.js";
@@ -144,6 +146,8 @@ interface Fleet {
   readonly targets: readonly { readonly id: string; readonly baseURL: string; readonly kvEvents?: { readonly endpoint: string; readonly replayEndpoint: string | undefined } | undefined }[];
   /** The llama fleet's tokenizer files. */
   readonly tokenizerDir?: string;
+  /** Tokens per block of its KV events (the llama fleet's: {@link KV_BLOCK_SIZE}). */
+  readonly kvBlockSize?: number;
   close(): Promise<void>;
 }
 
@@ -179,15 +183,17 @@ async function startEngines(kind: EngineKind, o: EngineBenchOptions, timing: Eng
     });
     return fleet;
   }
+  const engine = emulatedConfig(o, timing);
   const fleet: LiveFleet = await startFleet({
     instances: o.instances,
-    engine: emulatedConfig(o, timing),
+    engine,
     models: [DEFAULT_LLAMA_MODEL],
     defaultMaxTokens: o.maxTokens,
     ...(kv !== undefined && { kvEvents: { port: kv, replayPort: kv + o.instances } }),
   });
   return {
     targets: fleet.instances.map((i) => ({ id: i.id, baseURL: `${i.url}/v1`, kvEvents: i.kvEvents })),
+    kvBlockSize: kvEventBlockSize(resolveEngineConfig(engine)),
     close: () => fleet.stop(),
   };
 }
@@ -267,7 +273,7 @@ class StrategyRun {
       ...(this.strategy === PRECISE && {
         precise: {
           feeds: this.fleet.targets.flatMap((t) => (t.kvEvents === undefined ? [] : [{ engine: t.id, endpoint: t.kvEvents.endpoint, replayEndpoint: t.kvEvents.replayEndpoint }])),
-          blockSize: 16,
+          blockSize: this.fleet.kvBlockSize ?? KV_BLOCK_SIZE,
           ...(this.fleet.tokenizerDir !== undefined && { tokenizerDir: this.fleet.tokenizerDir }),
         },
       }),
