@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRouter } from "prefix-router";
-import type { BlockStored, KvEventSink } from "../../src/kv-events/events.js";
 import type { PrecisePrefix } from "../../src/strategies/precise-prefix/strategy.js";
-import { FakeClock } from "../support.js";
+import { setup as sharedSetup, stored } from "./precise-support.js";
 
 const B = 4;
 /** A toy engine: the prompt is the messages' contents joined; one token per character. */
@@ -14,32 +13,8 @@ const encode = (text: string): number[] => Array.from(text, (c) => c.charCodeAt(
 const DOC = "A shared document that several requests start with. ".repeat(3);
 const body = (q: string) => ({ model: "m", messages: [{ content: DOC }, { content: q }] });
 
-function stored(tokens: number[], blocks: number): BlockStored {
-  return { type: "BlockStored", blockHashes: Array.from({ length: blocks }, (_, k) => BigInt(k + 1)), parentBlockHash: undefined, tokenIds: tokens.slice(0, blocks * B), blockSize: B, loraName: undefined, medium: "GPU" };
-}
-
-async function setup(tokenizer: unknown) {
-  let sink: KvEventSink | undefined;
-  let strategy: PrecisePrefix | undefined;
-  const warnings: string[] = [];
-  const router = await createRouter({
-    targets: [{ id: "a" }, { id: "b" }, { id: "c" }],
-    strategy: (env) => (strategy = env.create("precise-prefix") as unknown as PrecisePrefix) as never,
-    precisePrefix: {
-      tokenizer: tokenizer as never,
-      blockSize: B,
-      feed: (s) => {
-        sink = s;
-        return { inSync: () => true };
-      },
-    },
-    clock: new FakeClock(1000),
-    random: () => 0.5,
-    logger: { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} },
-  });
-  const apply = (engine: string, event: BlockStored) => sink?.apply(engine, { ts: 0, events: [event], dataParallelRank: undefined });
-  return { router, strategy: strategy as PrecisePrefix, apply, warnings };
-}
+/** A router with the tokenizer, every engine in sync (precise-support.ts), and no model: a request's `model` is not a LoRA. */
+const setup = (tokenizer: unknown) => sharedSetup({}, { tokenizer, model: undefined });
 
 describe("precise-prefix with your own tokenizer ({ render, encode })", () => {
   it("is ready at construction and tokenizes in the read: a cold prompt routes precisely without yielding", async () => {
