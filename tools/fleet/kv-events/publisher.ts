@@ -261,10 +261,15 @@ export class KvEventPublisher {
     await this.pub.send([...frames]);
   }
 
-  /** Closes both sockets (a restart is `close()` then a new `open()` on the same endpoints). */
+  /**
+   * Closes both sockets (a restart is `close()` then a new `open()` on the same endpoints): they
+   * are unbound first, so their ports are free when it resolves (a socket's `close()` alone
+   * releases its port later, in ZeroMQ's I/O thread).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.allSettled([this.pub.unbind(this.endpoint), ...(this.router && this.replayEndpoint !== undefined ? [this.router.unbind(this.replayEndpoint)] : [])]);
     this.pub.close();
     this.router?.close();
     await this.replayLoop?.catch(() => {});
