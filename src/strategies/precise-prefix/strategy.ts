@@ -32,7 +32,8 @@ import type { BlockChain } from "../longest-prefix/chain.js";
 import type { LongestPrefixConfig } from "../longest-prefix/options.js";
 import type { LoadBound } from "../bounded-load.js";
 import { alignById } from "../shared/by-id.js";
-import { RunningKeys, SharingEvidence, spreads } from "../shared/running-keys.js";
+import { SharingEvidence } from "../shared/running-keys.js";
+import { RunningChains } from "./running.js";
 import type { MatchSource } from "../longest-prefix/ranking.js";
 import { LongestPrefix, type LongestPrefixEnv } from "../longest-prefix/strategy.js";
 import type { ChainRanking } from "../longest-prefix/ranking.js";
@@ -93,9 +94,9 @@ export class PrecisePrefix extends LongestPrefix {
   private candSlots = new Int32Array(16);
   private candRuns = new Int32Array(16);
   private readonly counts = { precise: 0, approximate: 0, tested: 0, within: 0, spread: 0 };
-  /** Per target: the blocks of the requests this router runs there, and whether its cache is private to a running request. */
-  private running: RunningKeys<number>[] = [];
-  private readonly runningById = new Map<string, RunningKeys<number>>();
+  /** Per target: the chains of the requests this router runs there, and whether its cache is private to a running request. */
+  private running: RunningChains[] = [];
+  private readonly runningById = new Map<string, RunningChains>();
   /** The fleet's verdicts, for an engine without enough of its own: fleets are mostly of one engine kind. */
   private readonly sharing = new SharingEvidence();
   private readonly exempt = (i: number): boolean => this.precise.spreadRunningPrefixes === true || this.running[i]?.privateCache === true;
@@ -177,7 +178,7 @@ export class PrecisePrefix extends LongestPrefix {
     super.setTargets(targets);
     this.approx.setTargets(targets);
     this.ids = targets.map((t) => t.id);
-    this.running = alignById(this.runningById, targets, () => new RunningKeys<number>(this.sharing));
+    this.running = alignById(this.runningById, targets, () => new RunningChains(this.sharing));
     this.engineSlots = Int32Array.from(targets, (t) => this.index.engine(t.id));
     this.runs = new Int32Array(targets.length).fill(-1);
     this.busy = new Uint8Array(targets.length);
@@ -300,7 +301,7 @@ export class PrecisePrefix extends LongestPrefix {
       memo.gens[e] = this.index.generation(e);
       // The engine holds the prefix, but in a request this router runs there: on a private cache
       // (llama.cpp's slots) this request would start cold beside it, so the engine is not open to it.
-      if (m > 0 && spreads(spread, this.running[i], chain.keys[m - 1] as number)) this.busy[i] = 1;
+      if (m > 0 && spread !== false && (spread === true || this.running[i]?.privateCache === true) && this.running[i]?.runs(m, chain.keys[m - 1] as number) === true) this.busy[i] = 1;
     }
     return inSync;
   }
@@ -352,16 +353,16 @@ export class PrecisePrefix extends LongestPrefix {
     const index = this.index;
     // Its blocks run on the target until it ends; a request sent while its matched prefix ran
     // there teaches whether the target's cache is shared (a hit) or private (a miss).
-    const running = this.running[pick.index] as RunningKeys<number>;
+    const running = this.running[pick.index] as RunningChains;
     const { keys, n } = chain;
     const m = synced ? Math.min(pick.matchedBlocks ?? 0, n) : 0;
-    const concurrent = m > 0 && running.has(keys[m - 1] as number);
-    for (let k = 0; k < n; k++) running.start(keys[k] as number);
+    const concurrent = m > 0 && running.runs(m, keys[m - 1] as number);
+    running.start(keys);
     const ratio = (this.closedLoop ?? DEFAULT_CLOSED_LOOP).ratio;
     return {
       firstByte: () => inner?.firstByte?.(),
       release(outcome: LeaseOutcome, sawFirstByte: boolean, info?: ReleaseInfo): void {
-        for (let k = 0; k < n; k++) running.end(keys[k] as number);
+        running.end(keys);
         if (concurrent) running.judge(judgePrediction(predicted, outcome, info, ratio));
         const failed = outcome === "connect-error" || outcome === "server-error" || outcome === "client-error";
         if (failed && !sawFirstByte && from < chain.n) index.forgetPending(e, chain, from, chain.n);

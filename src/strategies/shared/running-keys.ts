@@ -36,31 +36,30 @@ export class SharingEvidence {
   }
 }
 
-/**
- * The keys this router runs on one target, and what the target's responses say about sharing a
- * running prefix. `prefix-aware` counts a request's routing key; `precise-prefix` each of its
- * token blocks, and lets a target without evidence of its own take the fleet's (`fleet`).
- */
-export class RunningKeys<K = bigint> {
+/** Whether a target's verdicts (`own`), or the fleet's while it has too few of its own, say its cache is private to a running request. */
+export function privateCache(own: SharingEvidence, fleet: SharingEvidence | undefined): boolean {
+  return own.known || fleet === undefined ? own.private : fleet.private;
+}
+
+/** The keys this router runs on one target (`prefix-aware`'s routing keys), and what the target's responses say about sharing a running prefix. */
+export class RunningKeys {
   /** Requests in flight from this router on the target, by key. */
-  private readonly running = new Map<K, number>();
+  private readonly running = new Map<bigint, number>();
   private readonly own = new SharingEvidence();
 
-  constructor(private readonly fleet?: SharingEvidence) {}
-
-  has(key: K): boolean {
+  has(key: bigint): boolean {
     return this.running.has(key);
   }
 
   /** Counts a request of `key` in; true when the key was already running here. */
-  start(key: K): boolean {
+  start(key: bigint): boolean {
     const concurrent = this.running.has(key);
     this.running.set(key, (this.running.get(key) ?? 0) + 1);
     return concurrent;
   }
 
   /** Counts a request of `key` out. */
-  end(key: K): void {
+  end(key: bigint): void {
     const n = (this.running.get(key) ?? 1) - 1;
     if (n > 0) this.running.set(key, n);
     else this.running.delete(key);
@@ -69,17 +68,16 @@ export class RunningKeys<K = bigint> {
   /** Learns from the verdict on a request sent while its key ran here. */
   judge(verdict: PredictionVerdict): void {
     this.own.judge(verdict);
-    this.fleet?.judge(verdict);
   }
 
-  /** Its responses (or, before it has enough, the fleet's) say a running request's prefix is not shared with a second one (llama.cpp's slots). */
+  /** Its responses say a running request's prefix is not shared with a second one (llama.cpp's slots). */
   get privateCache(): boolean {
-    return this.own.known || this.fleet === undefined ? this.own.private : this.fleet.private;
+    return privateCache(this.own, undefined);
   }
 }
 
 /** Whether a second request for `key`, running on a target whose keys are `keys`, should go elsewhere under `spread`. */
-export function spreads<K>(spread: boolean | "auto", keys: RunningKeys<K> | undefined, key: K): boolean {
+export function spreads(spread: boolean | "auto", keys: RunningKeys | undefined, key: bigint): boolean {
   if (spread === false) return false;
   if (keys === undefined || !keys.has(key)) return false;
   return spread === true || keys.privateCache;
