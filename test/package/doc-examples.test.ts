@@ -24,6 +24,7 @@ import { ROOT } from "./install.js";
 import { DEMO_DOC } from "../../tools/demo/cli.js";
 import { BENCH_TABLE_DOC } from "../../tools/bench/table.js";
 import { ENGINE_BENCH_DOC } from "../../tools/bench/engines/report.js";
+import { anchors } from "./markdown-anchors.js";
 
 const PAGES = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
 const OUT = join(ROOT, ".tmp/doc-examples");
@@ -100,22 +101,6 @@ const all = blocks();
 const runnable = all.filter((b) => b.marker.kind !== "typecheck-only");
 const llamaInstalled = resolveNodeLlamaCpp() !== undefined;
 const llamaRequired = process.env["PREFIX_ROUTER_REQUIRE_LLAMA"] === "1";
-
-/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
-function slug(heading: string): string {
-  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
-}
-
-function anchors(markdown: string): Set<string> {
-  const out = new Set<string>();
-  let fenced = false;
-  for (const line of markdown.split("\n")) {
-    if (line.startsWith("```")) fenced = !fenced;
-    const m = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
-    if (m) out.add(slug(m[1]!.replace(/`/g, "")));
-  }
-  return out;
-}
 
 describe("links of README.md and docs/", () => {
   it("a relative link names a file of the repository, and an anchor one of its headings makes", () => {

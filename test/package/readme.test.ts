@@ -7,29 +7,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./install.js";
+import { anchors } from "./markdown-anchors.js";
 
 const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { repository: { url: string }; files: string[] };
 const REPO = manifest.repository.url.replace(/^git\+/, "").replace(/\.git$/, "");
-
-/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens. */
-function slug(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, "")
-    .replace(/\s/g, "-");
-}
-
-function anchors(markdown: string): Set<string> {
-  const out = new Set<string>();
-  let fenced = false;
-  for (const line of markdown.split("\n")) {
-    if (line.startsWith("```")) fenced = !fenced;
-    const m = !fenced && /^#{1,6}\s+(.*)$/.exec(line);
-    if (m) out.add(slug(m[1]!.replace(/`/g, "")));
-  }
-  return out;
-}
 
 /** Link targets of markdown links and reference definitions, outside code. */
 function links(markdown: string): string[] {
