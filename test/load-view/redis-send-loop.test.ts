@@ -108,9 +108,11 @@ describe("redis view: the send loop under steady traffic", () => {
       };
       const after100 = await pendingPromisesAfter(roundTrips(100));
       const after1000 = await pendingPromisesAfter(roundTrips(1000));
-      // A chain of one call per round trip would keep ≥ 1 pending promise per round trip.
-      expect(after1000).toBeLessThan(20);
-      expect(after1000 - after100).toBeLessThan(5);
+      // A chain of one call per round trip would keep ≥ 1 pending promise per round trip: ≥ 1,000
+      // here, ≥ 900 more than after 100. The hook also counts the process's other promises (the
+      // test runner's, timers'), a few to a dozen on a loaded machine: the bounds leave room for those.
+      expect(after1000).toBeLessThan(100);
+      expect(after1000 - after100).toBeLessThan(50);
     } finally {
       await view.close();
     }
