@@ -39,8 +39,11 @@ parentPort.on("message", (m) => {
 `;
 
 /**
- * Tokenizes in a worker thread (started on first use; unref'd, so it never keeps the process
- * alive). If the worker cannot start, batches are tokenized in this thread, one per macrotask.
+ * Tokenizes in a worker thread (started on first use). The worker keeps the process alive only
+ * while a batch waits for it: an idle one never holds a process that has nothing else to do, and
+ * one that is tokenizing is not abandoned by a process whose only pending work is that answer
+ * (a script awaiting its first request). If the worker cannot start, batches are tokenized in
+ * this thread, one per macrotask.
  */
 export class WorkerBackend implements TokenizerBackend {
   private worker: import("node:worker_threads").Worker | undefined;
@@ -63,6 +66,7 @@ export class WorkerBackend implements TokenizerBackend {
     if (w === undefined) return this.fallback.encode(texts);
     const id = this.next++;
     return new Promise((resolve, reject) => {
+      if (this.waiting.size === 0) w.ref();
       this.waiting.set(id, { resolve, reject });
       w.postMessage({ id, texts });
     });
@@ -73,11 +77,11 @@ export class WorkerBackend implements TokenizerBackend {
       const { Worker } = await import("node:worker_threads");
       const modulePath = createRequire(join(process.cwd(), "package.json")).resolve("@huggingface/tokenizers");
       const w = new Worker(WORKER_SCRIPT, { eval: true, workerData: { modulePath, json: this.json, config: this.config } });
-      w.unref();
       w.on("message", (m: { id: number; out?: Uint32Array[]; error?: string }) => {
         this.answered = true;
         const p = this.waiting.get(m.id);
         this.waiting.delete(m.id);
+        if (this.waiting.size === 0) w.unref();
         if (m.out !== undefined) p?.resolve(m.out);
         else p?.reject(new Error(m.error ?? "tokenizer worker failed"));
       });
@@ -89,6 +93,8 @@ export class WorkerBackend implements TokenizerBackend {
         // later batches are tokenized in this thread.
         this.starting = this.answered ? undefined : Promise.resolve(undefined);
       });
+      // After the listeners: adding a "message" listener refs a worker again.
+      w.unref();
       this.worker = w;
       return w;
     } catch {
@@ -99,6 +105,7 @@ export class WorkerBackend implements TokenizerBackend {
   private failAll(e: Error): void {
     for (const p of this.waiting.values()) p.reject(e);
     this.waiting.clear();
+    this.worker?.unref();
   }
 
   async close(): Promise<void> {
