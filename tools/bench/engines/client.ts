@@ -199,7 +199,6 @@ async function preciseOptions(p: PreciseClientOptions): Promise<{ options: NonNu
   const options: NonNullable<RouterOptions["precisePrefix"]> = {
     tokenizer,
     blockSize: p.blockSize,
-    worker: false,
     feed: (sink: KvEventSink) => {
       // Opened in the background: an engine routes approximately until its feed is in sync.
       for (const f of p.feeds) {
