@@ -6,14 +6,14 @@
  */
 import { createRouter } from "../../src/index.js";
 import type { PrecisePrefix } from "../../src/strategies/precise-prefix/strategy.js";
+import { FILES } from "../strategies/precise-support.js";
 
-const DIR = "test/fixtures/precise-tokenizer";
 let strategy: PrecisePrefix | undefined;
 const router = await createRouter({
   targets: [{ id: "a" }, { id: "b" }],
   strategy: (env) => (strategy = env.create("precise-prefix") as unknown as PrecisePrefix) as never,
   precisePrefix: {
-    tokenizer: { tokenizerJson: `${DIR}/tokenizer.json`, tokenizerConfig: `${DIR}/tokenizer_config.json` },
+    tokenizer: FILES,
     blockSize: 4,
     model: "m",
     tokenizeWaitMs: 10_000,
