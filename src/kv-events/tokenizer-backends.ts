@@ -28,6 +28,7 @@ const WORKER_SCRIPT = `
 const { parentPort, workerData } = require("node:worker_threads");
 const { Tokenizer } = require(workerData.modulePath);
 const tok = new Tokenizer(workerData.json, workerData.config);
+parentPort.postMessage({ ready: true });
 parentPort.on("message", (m) => {
   try {
     const out = m.texts.map((t) => Uint32Array.from(tok.encode(t, { add_special_tokens: false }).ids));
@@ -39,17 +40,20 @@ parentPort.on("message", (m) => {
 `;
 
 /**
- * Tokenizes in a worker thread (started on first use). The worker keeps the process alive only
- * while a batch waits for it: an idle one never holds a process that has nothing else to do, and
- * one that is tokenizing is not abandoned by a process whose only pending work is that answer
- * (a script awaiting its first request). If the worker cannot start, batches are tokenized in
- * this thread, one per macrotask.
+ * Tokenizes in a worker thread, started by {@link WorkerBackend.started} (the tokenizer's load
+ * awaits it, so that the first prompts do not wait for a thread to start and load the
+ * tokenizer) or else on first use. The worker keeps the process alive only while it starts or a
+ * batch waits for it: an idle one never holds a process that has nothing else to do, and one
+ * that is tokenizing is not abandoned by a process whose only pending work is that answer (a
+ * script awaiting its first request). If the worker cannot start, batches are tokenized in this
+ * thread, one per macrotask.
  */
 export class WorkerBackend implements TokenizerBackend {
   private worker: import("node:worker_threads").Worker | undefined;
   private starting: Promise<import("node:worker_threads").Worker | undefined> | undefined;
   private next = 0;
   private answered = false;
+  private closed = false;
   private readonly waiting = new Map<number, { resolve(v: Uint32Array[]): void; reject(e: Error): void }>();
   private readonly fallback: InThreadBackend;
 
@@ -59,6 +63,11 @@ export class WorkerBackend implements TokenizerBackend {
     encodeHere: (texts: readonly string[]) => Uint32Array[],
   ) {
     this.fallback = new InThreadBackend((t) => encodeHere([t])[0] as Uint32Array);
+  }
+
+  /** Starts the worker if it is not started; resolves when it has loaded the tokenizer (true) or could not (false: batches run in this thread). */
+  async started(): Promise<boolean> {
+    return (await (this.starting ??= this.start())) !== undefined;
   }
 
   async encode(texts: readonly string[]): Promise<Uint32Array[]> {
@@ -73,12 +82,24 @@ export class WorkerBackend implements TokenizerBackend {
   }
 
   private async start(): Promise<import("node:worker_threads").Worker | undefined> {
+    let w: import("node:worker_threads").Worker;
     try {
       const { Worker } = await import("node:worker_threads");
       const modulePath = createRequire(join(process.cwd(), "package.json")).resolve("@huggingface/tokenizers");
-      const w = new Worker(WORKER_SCRIPT, { eval: true, workerData: { modulePath, json: this.json, config: this.config } });
-      w.on("message", (m: { id: number; out?: Uint32Array[]; error?: string }) => {
-        this.answered = true;
+      w = new Worker(WORKER_SCRIPT, { eval: true, workerData: { modulePath, json: this.json, config: this.config } });
+      this.worker = w;
+    } catch {
+      return undefined;
+    }
+    // Ready once it has loaded the tokenizer; a worker that fails before (its module could not
+    // load there) is never used, and later batches are tokenized in this thread.
+    return new Promise((resolve) => {
+      w.on("message", (m: { ready?: true; id: number; out?: Uint32Array[]; error?: string }) => {
+        if (m.ready === true) {
+          this.answered = true;
+          if (this.waiting.size === 0) w.unref();
+          return resolve(w);
+        }
         const p = this.waiting.get(m.id);
         this.waiting.delete(m.id);
         if (this.waiting.size === 0) w.unref();
@@ -89,17 +110,13 @@ export class WorkerBackend implements TokenizerBackend {
       w.on("exit", () => {
         this.failAll(new Error("tokenizer worker exited"));
         this.worker = undefined;
-        // A worker that never answered (its module could not load there) is not started again:
-        // later batches are tokenized in this thread.
-        this.starting = this.answered ? undefined : Promise.resolve(undefined);
+        // One that never loaded the tokenizer is not started again; one that did is, on next use.
+        this.starting = this.answered && !this.closed ? undefined : Promise.resolve(undefined);
+        resolve(undefined);
       });
-      // After the listeners: adding a "message" listener refs a worker again.
-      w.unref();
-      this.worker = w;
-      return w;
-    } catch {
-      return undefined;
-    }
+      // Held while it starts: a script awaiting the tokenizer's load has nothing else pending.
+      w.ref();
+    });
   }
 
   private failAll(e: Error): void {
@@ -110,6 +127,7 @@ export class WorkerBackend implements TokenizerBackend {
 
   async close(): Promise<void> {
     const w = this.worker;
+    this.closed = true;
     this.worker = undefined;
     this.starting = Promise.resolve(undefined);
     if (w !== undefined) await w.terminate();

@@ -188,7 +188,13 @@ export async function loadTokenizer(source: TokenizerSource, o: LoadTokenizerOpt
   const segmented = selfCheck(base, encodeHere);
   if (!segmented) o.logger.warn("precise-prefix: this tokenizer does not tokenize a prompt cut at its special tokens like the whole prompt; each prompt is tokenized whole (no incremental tokenization)");
   const settings = { ...base, segmented };
-  const backend: TokenizerBackend = o.worker ? new WorkerBackend(json, config, (texts) => texts.map((t) => Uint32Array.from(encodeHere(t, false)))) : new InThreadBackend((t) => Uint32Array.from(encodeHere(t, false)));
+  let backend: TokenizerBackend = new InThreadBackend((t) => Uint32Array.from(encodeHere(t, false)));
+  if (o.worker) {
+    const worker = new WorkerBackend(json, config, (texts) => texts.map((t) => Uint32Array.from(encodeHere(t, false))));
+    // Started now, not by the first prompts (a thread's start and the tokenizer's load: 0.1–0.3 s).
+    if (!(await worker.started())) o.logger.warn("precise-prefix: the tokenizer's worker thread did not start; prompts are tokenized in this thread, one batch per macrotask");
+    backend = worker;
+  }
   return { tokenizer: new PromptTokenizer(settings, backend, o.clock, o.logger), encodeHere };
 }
 

@@ -5,6 +5,7 @@ import fc from "fast-check";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { afterAll, describe, expect, it } from "vitest";
 import { EndpointBackend, checkAgainstEngine, loadTokenizer } from "../../src/kv-events/tokenizer.js";
+import { WorkerBackend } from "../../src/kv-events/tokenizer-backends.js";
 import { isRouterError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
 
@@ -85,6 +86,40 @@ describe("PromptTokenizer", () => {
     const tokens = await tokenizer.tokenize({ messages: [{ role: "user", content: doc }] });
     expect(Array.from(tokens ?? [])).toEqual(ref(chatml([{ role: "user", content: doc }])));
     await tokenizer.close();
+  });
+
+  it("starts its worker thread when it loads, not at the first prompt", async () => {
+    const here: string[] = [];
+    const backend = new WorkerBackend(json, config, (texts) => texts.map((t) => (here.push(t), Uint32Array.from(ref(t)))));
+    const start = backend.started();
+    // Both the load and a prompt that comes during the start wait for the same worker.
+    const early = backend.encode(["The quick brown fox"]);
+    expect(await start).toBe(true);
+    expect(await backend.started()).toBe(true);
+    expect(Array.from((await early)[0] ?? [])).toEqual(ref("The quick brown fox"));
+    expect(here).toEqual([]);
+    await backend.close();
+    // Closed: it is not started again, and a late batch is tokenized in this thread.
+    expect(await backend.started()).toBe(false);
+    expect(Array.from((await backend.encode(["jumps"]))[0] ?? [])).toEqual(ref("jumps"));
+    expect(here).toEqual(["jumps"]);
+  });
+
+  it("a worker that cannot load the tokenizer is not used: this thread tokenizes", async () => {
+    const here: string[] = [];
+    const backend = new WorkerBackend({ not: "a tokenizer" }, config, (texts) => texts.map((t) => (here.push(t), Uint32Array.from(ref(t)))));
+    expect(await backend.started()).toBe(false);
+    expect(Array.from((await backend.encode(["over the lazy dog"]))[0] ?? [])).toEqual(ref("over the lazy dog"));
+    expect(here).toEqual(["over the lazy dog"]);
+    await backend.close();
+  });
+
+  it("a worker closed while it starts ends, and nothing waits for it", async () => {
+    const backend = new WorkerBackend(json, config, (texts) => texts.map((t) => Uint32Array.from(ref(t))));
+    const start = backend.started();
+    await backend.close();
+    expect(typeof (await start)).toBe("boolean");
+    expect(Array.from((await backend.encode(["a"]))[0] ?? [])).toEqual(ref("a"));
   });
 
   it("unreadable files are ERR_TOKENIZER", async () => {
