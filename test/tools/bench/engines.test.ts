@@ -22,6 +22,7 @@ function record(over: Partial<EngineRecord>): EngineRecord {
     startMs: 0,
     ttftMs: 100,
     durationMs: 200,
+    decisionMs: 1,
     promptTokens: 1000,
     cachedTokens: 0,
     completionTokens: 16,
@@ -36,7 +37,7 @@ function record(over: Partial<EngineRecord>): EngineRecord {
 }
 
 function result(runs: { engine: "llama" | "emulated"; strategy: string; routers?: number; records: EngineRecord[] }[]): EngineBenchResult {
-  return { workload: "short-prompts", sessions: 1, timing: undefined, runs: runs.map((r) => ({ routers: 1, ...r, strategy: r.strategy as never, targets: ["i0", "i1"] })) };
+  return { workload: "short-prompts", sessions: 1, timing: undefined, runs: runs.map((r) => ({ routers: 1, ...r, strategy: r.strategy as never, targets: ["i0", "i1"], publishes: false })) };
 }
 
 describe("engine workloads", () => {
@@ -249,7 +250,10 @@ describe("a run on the emulated fleet", () => {
       timing: { overheadMs: 1, prefillMsPerToken: 0.01, decodeMsPerToken: 1 },
     });
     expect(res.sessions).toBe(12);
-    expect(res.runs.map((r) => r.strategy)).toEqual(["random", "prefix-aware"]);
+    expect(res.runs.map((r) => [r.strategy, r.publishes])).toEqual([
+      ["random", false],
+      ["prefix-aware", false],
+    ]);
     for (const run of res.runs) {
       expect(run.records).toHaveLength(12);
       expect(run.records.every((r) => r.error === undefined && r.promptTokens > 0 && run.targets.includes(r.target!))).toBe(true);

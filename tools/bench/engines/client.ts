@@ -55,6 +55,8 @@ export interface RequestOutcome {
   readonly ttftMs: number;
   /** Sent → last event. */
   readonly durationMs: number;
+  /** Sent → the router's decision (`onDecision`): the router's share of the TTFT; `NaN` when it decided nothing. */
+  readonly decisionMs: number;
   /** The answer's text. */
   readonly text: string;
   readonly promptTokens: number;
@@ -70,6 +72,7 @@ export interface RequestOutcome {
 /** Per-request context the router's `onDecision` writes into. */
 interface Pending {
   target?: string;
+  decidedAt?: number;
   predicted?: number | undefined;
 }
 
@@ -96,6 +99,7 @@ export class RoutedClient {
         const p = c.als.getStore();
         if (p !== undefined) {
           p.target = d.target.id;
+          p.decidedAt = performance.now();
           p.predicted = d.predictedCachedTokens;
         }
       },
@@ -149,6 +153,7 @@ export class RoutedClient {
         predicted: pending.predicted,
         ttftMs: Number.NaN,
         durationMs: performance.now() - start,
+        decisionMs: (pending.decidedAt ?? Number.NaN) - start,
         text: "",
         promptTokens: 0,
         cachedTokens: 0,
@@ -168,6 +173,7 @@ export class RoutedClient {
       predicted: pending.predicted,
       ttftMs: Number.isNaN(first) ? durationMs : first,
       durationMs,
+      decisionMs: (pending.decidedAt ?? Number.NaN) - start,
       text,
       promptTokens: usage?.prompt_tokens ?? 0,
       cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,

@@ -5,8 +5,7 @@
  * back over the channel. Timings are the router process's own (client TTFT from its send).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { processScript } from "../../common/process-script.js";
 import type { Message, RequestOutcome, RoutedClientOptions } from "./client.js";
 import type { RouterProcessMessage, RouterProcessRequest } from "./router-process.js";
@@ -83,6 +82,7 @@ function failed(error: string): RequestOutcome {
     completionTokens: 0,
     engineTtftMs: undefined,
     engineQueueMs: undefined,
+    decisionMs: Number.NaN,
     error,
   };
 }
@@ -97,13 +97,8 @@ export class RouterProcesses {
 
   /** Starts one process per entry of `configs` (each its own router) and waits until all are ready. */
   static async start(configs: readonly RoutedClientOptions[]): Promise<RouterProcesses> {
-    const here = fileURLToPath(import.meta.url);
-    // From the sources, a router that subscribes to KV events runs under tsx instead of the bundle:
-    // `zeromq` loads its native module from its own folder, which a bundle cannot give it.
-    const args =
-      here.endsWith(".ts") && configs.some((c) => c.precise !== undefined)
-        ? ["--import", "tsx", join(dirname(here), "router-process.ts")]
-        : [await processScript(import.meta.url, "router-process.ts", join("bench", "router-process.js"), "bench-router")];
+    // Every row's router processes run the same bundle (zeromq, a native addon, is imported from its own folder).
+    const args = [await processScript(import.meta.url, "router-process.ts", join("bench", "router-process.js"), "bench-router")];
     const processes = configs.map(
       (c) => new RouterProcess(spawn(process.execPath, [...args, JSON.stringify(c)], { stdio: ["ignore", "ignore", "inherit", "ipc"], serialization: "advanced" })),
     );

@@ -119,6 +119,8 @@ export interface EngineRecord {
   /** The engine's own TTFT and queueing (its response headers), ms; `undefined` when absent. */
   readonly engineTtftMs: number | undefined;
   readonly engineQueueMs: number | undefined;
+  /** Sent → the router's decision, ms (the router's share of the TTFT). */
+  readonly decisionMs: number;
   /** The error's message when the request failed. */
   readonly error?: string;
 }
@@ -131,6 +133,8 @@ export interface EngineRun {
   readonly routers: number;
   readonly records: readonly EngineRecord[];
   readonly targets: readonly string[];
+  /** Whether its engines published KV events (every row's do when `precise-prefix` is in the run). */
+  readonly publishes: boolean;
 }
 
 /** The result: runs in engine, then strategy order, and the timing the emulated runs used. */
@@ -340,6 +344,7 @@ class StrategyRun {
       seenPrefix,
       engineTtftMs: out.engineTtftMs,
       engineQueueMs: out.engineQueueMs,
+      decisionMs: out.decisionMs,
       ...(out.error !== undefined && { error: out.error }),
     });
     if (out.error !== undefined) return undefined;
@@ -427,8 +432,11 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
       const useTiming = timing ?? DEFAULT_LLAMA_TIMING;
       const strategyRuns: StrategyRun[] = [];
       try {
+        // Every row's engines are configured alike: with precise-prefix in the run, all publish
+        // their KV events (as a fleet with events enabled does), whoever routes in front of them.
+        const publish = o.strategies.includes(PRECISE);
         for (const s of o.strategies) {
-          const fleet = await startEngines(engine, o, useTiming, s === PRECISE);
+          const fleet = await startEngines(engine, o, useTiming, publish);
           const run = new StrategyRun(s, fleet, o, engine, routers);
           strategyRuns.push(run);
           await run.start(OpenAI);
@@ -448,7 +456,7 @@ export async function runEngineBench(o: EngineBenchOptions): Promise<EngineBench
         await Promise.all(strategyRuns.map((r) => r.close()));
         await Promise.all(strategyRuns.map((r) => r.fleet.close()));
       }
-      for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, routers, records: r.records, targets: r.fleet.targets.map((t) => t.id) });
+      for (const r of strategyRuns) runs.push({ engine, strategy: r.strategy, routers, records: r.records, targets: r.fleet.targets.map((t) => t.id), publishes: r.fleet.targets.some((t) => t.kvEvents !== undefined) });
     }
     if (engine === "llama" && timing === undefined) timing = fitEmulated(runs.flatMap((r) => (r.engine === "llama" ? r.records : [])));
   }
