@@ -163,6 +163,29 @@ describe("precise-prefix", () => {
     });
   });
 
+  it("a run shorter than an eighth of the request ranks as none: the prompt goes to its own home, whichever engine holds the run", async () => {
+    const body = conversation("Where is this document computed?");
+    const tokens = tokensOf(body);
+    const blocks = Math.floor(tokens.length / B) + 1;
+    const negligible = Math.ceil(blocks / 8);
+    expect(negligible).toBeGreaterThanOrEqual(3);
+    // Every engine holds the first block (the template's start); one also holds a few more by chance.
+    const route = async (holder: string, run: number) => {
+      const { router, strategy, apply } = await setup();
+      await strategy.tokens?.tokenize(body);
+      for (const e of ["a", "b", "c"]) apply(e, stored(tokens, e === holder ? run : 1, BigInt(e.charCodeAt(0))));
+      const lease = router.route({ body }, { explain: true });
+      lease.release("success");
+      return { target: lease.target.id, reason: lease.reason };
+    };
+    const homes = await Promise.all(["a", "b", "c"].map((holder) => route(holder, negligible - 1)));
+    expect(new Set(homes.map((h) => h.target)).size).toBe(1);
+    // What the chosen engine holds is still what it predicts.
+    for (const [k, h] of homes.entries()) expect(h.reason).toMatchObject({ matchedBlocks: h.target === ["a", "b", "c"][k] ? negligible - 1 : 1, longestMatchBlocks: negligible - 1, matchedBy: "events" });
+    // An eighth of it is a run that counts: it goes to its holder.
+    for (const holder of ["a", "b", "c"]) expect((await route(holder, negligible)).target).toBe(holder);
+  });
+
   it("validates its options with messages naming the option, range and value", async () => {
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { blockSize: 0 } })).rejects.toThrow("Expected `precisePrefix.blockSize` to be an integer from 1 to 1024, got 0");
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { feed: {} as never } })).rejects.toThrow(/`precisePrefix.feed` to be an object with an inSync/);

@@ -11,7 +11,13 @@
  *   2. the others by m_t descending, then by rendezvous score on a — a prefix that outgrows its
  *      holder spills to the same second target every time (it replicates to few targets).
  *
- * A prefix no target holds (M = 0) is placed by rendezvous hashing on its first block.
+ * A prefix no target holds (M = 0) is placed by rendezvous hashing on its first block. A longest
+ * held run shorter than `negligible` blocks (`precise-prefix`: an eighth of the request) ranks as
+ * none: every target counts as holding nothing, and the request is placed by rendezvous hashing
+ * on the first block no target holds — where it is its own. A few blocks held by chance (another
+ * document's first words) would otherwise decide where the whole prompt is computed, and decide
+ * it differently whenever the fleet's contents change (a replica restarted); the block after
+ * them is the same on every decision, so the prompt keeps one home.
  *
  * Cost: O(T log n) index probes and T divergence scores; the T anchor scores only when a
  * decision looks past the holders. Scratch arrays are reused across decisions: a ranking is valid
@@ -26,8 +32,12 @@ export interface MatchSource {
 }
 
 export class ChainRanking {
-  /** match[j]: leading blocks of the request held by candidate j. */
+  /** match[j]: leading blocks of the request held by candidate j, as the ranking counts them (0 when the longest is negligible). */
   match = new Int32Array(16);
+  /** held[j]: leading blocks of the request candidate j holds (what it saves there). */
+  held = new Int32Array(16);
+  /** The longest run held, in blocks (M, unless negligible). */
+  longest = 0;
   private scores = new Float64Array(16);
   private anchorScores = new Float64Array(16);
   private anchored = false;
@@ -37,17 +47,18 @@ export class ChainRanking {
   M = 0;
   /** Number of candidates holding the longest match. */
   group = 0;
-  /** The divergence key's halves: block M's key and its end offset. */
+  /** The divergence key's halves: the key of the first block no target holds (block `longest`) and its end offset. */
   dHi = 0;
   dLo = 0;
 
   /** Ranks `ctx.candidates` for `chain` against the targets' indexes (`blocks[i]`); `now` in TTL units. */
-  reset(ctx: PickContext<{ id: string }>, chain: BlockChain, blocks: readonly MatchSource[], now: number): this {
+  reset(ctx: PickContext<{ id: string }>, chain: BlockChain, blocks: readonly MatchSource[], now: number, negligible = 0): this {
     const candidates = ctx.candidates;
     const T = candidates.length;
     if (this.match.length < T) {
       const size = Math.max(T, this.match.length * 2);
       this.match = new Int32Array(size);
+      this.held = new Int32Array(size);
       this.scores = new Float64Array(size);
       this.anchorScores = new Float64Array(size);
     }
@@ -57,12 +68,20 @@ export class ChainRanking {
     for (let j = 0; j < T; j++) {
       const m = (blocks[candidates[j] as number] as MatchSource).matchLength(chain.keys, chain.n, now);
       this.match[j] = m;
+      this.held[j] = m;
       if (m > M) M = m;
     }
+    this.longest = M;
+    // The divergence is the first block no target holds, also when the run before it ranks as none.
+    const d = M;
+    if (M > 0 && M < negligible) {
+      M = 0;
+      this.match.fill(0, 0, T);
+    }
     this.M = M;
-    if (M < chain.n) {
-      this.dHi = (chain.keys[M] as number) >>> 0;
-      this.dLo = (M + 1) * chain.blockBytes;
+    if (d < chain.n) {
+      this.dHi = (chain.keys[d] as number) >>> 0;
+      this.dLo = (d + 1) * chain.blockBytes;
     } else {
       this.dHi = chain.lastKey >>> 0;
       this.dLo = chain.length;

@@ -180,13 +180,18 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     return new TokenRatio();
   }
 
+  /** Held runs shorter than this many blocks rank as none (see `ranking.ts`); `precise-prefix` sets it. */
+  protected negligibleBlocks(_chain: BlockChain): number {
+    return 0;
+  }
+
   /** The bounded-load rule of one decision (`precise-prefix` exempts engines whose cache is private to a running request). */
   protected loadBound(ctx: Ctx, exempt?: (i: number) => boolean): LoadBound {
     return this.shares.bound(ctx, exempt);
   }
 
   protected rankingOf(ctx: Ctx, chain: BlockChain): ChainRanking {
-    return this.ranking.reset(ctx, chain, this.indexes, ttlNow(this.settings));
+    return this.ranking.reset(ctx, chain, this.indexes, ttlNow(this.settings), this.negligibleBlocks(chain));
   }
 }
 
@@ -256,7 +261,7 @@ class Placement {
     const { r } = this;
     const rank = r.rankOf(j);
     const kind = rank === 0 || (r.M > 0 && r.match[j] === r.M) ? "preferred" : "spillover";
-    const match = r.match[j] as number;
+    const match = r.held[j] as number;
     const index = this.target(j);
     const work = this.blocks - match;
     return {
@@ -269,7 +274,7 @@ class Placement {
       weight: this.bound.weight,
       predictedCachedTokens: this.predicted(index, match),
       matchedBlocks: match,
-      longestMatchBlocks: r.M,
+      longestMatchBlocks: r.longest,
       blocks: this.blocks,
     };
   }
@@ -301,7 +306,7 @@ class Placement {
     if (best !== first) return best;
     const queued = this.backlog(this.target(first));
     for (const next of [second, third]) {
-      if (ok(next) && queued >= ratio * (this.backlog(this.target(next)) + this.blocks - (r.match[next] as number))) return next;
+      if (ok(next) && queued >= ratio * (this.backlog(this.target(next)) + this.blocks - (r.held[next] as number))) return next;
     }
     return first;
   }
@@ -332,7 +337,7 @@ class Placement {
     const { r, ctx } = this;
     const positions = r.positions();
     const order = positions.map((j) => this.target(j));
-    const uncached = (k: number) => this.blocks - (r.match[positions[k] as number] as number);
+    const uncached = (k: number) => this.blocks - (r.held[positions[k] as number] as number);
     // The least queued, also under a shared load view: the backlog moves with this router's own
     // picks at once, so routers do not herd on it, and two choices cost P90 (docs/load-view.md).
     const p = leastLoaded(ctx, order, (i, k) => (this.backlog(i) + uncached(k)) / (ctx.weights[i] as number));
@@ -346,7 +351,7 @@ class Placement {
       weight: this.bound.weight,
       predictedCachedTokens: this.predicted(p.index, matchedBlocks),
       matchedBlocks,
-      longestMatchBlocks: r.M,
+      longestMatchBlocks: r.longest,
       blocks: this.blocks,
     };
   }

@@ -10,7 +10,8 @@
  * Placement is `longest-prefix`'s, reused whole (this class extends it): the ranking (longest
  * match, then rendezvous on the divergence / anchor block), the bounded load, the candidates every
  * router process agrees on for a request the fleet knows little of, and the queued-prefill
- * fallback — only the match lengths and the unit (tokens, not characters) differ.
+ * fallback — only the match lengths and the unit (tokens, not characters) differ, and a held run
+ * shorter than an eighth of the request ranks as none (`negligibleBlocks`).
  *
  * Requests whose tokens are not known — no tokenizer configured, one that failed the start-up
  * check against the engine, a cold prompt whose first segment is still being tokenized off the
@@ -46,6 +47,9 @@ export type { PrecisePrefixStats, PreciseState } from "./stats.js";
 export type { PreciseChain } from "./chain.js";
 
 type Ctx = PickContext<{ id: string }>;
+
+/** Held runs below 1/this of a request's blocks rank as none. */
+const NEGLIGIBLE_RUN_FRACTION = 8;
 
 
 /**
@@ -304,6 +308,16 @@ export class PrecisePrefix extends LongestPrefix {
       if (m > 0 && spread !== false && (spread === true || this.running[i]?.privateCache === true) && this.running[i]?.runs(m, chain.keys[m - 1] as number) === true) this.busy[i] = 1;
     }
     return inSync;
+  }
+
+  /**
+   * A run shorter than an eighth of the request ranks as none (`ranking.ts`): the engines hold
+   * what they hold exactly, so a document's first words held by chance elsewhere would decide
+   * where its whole prompt goes — and decide it differently after any change in the engines'
+   * contents (a replica restarted), moving prefixes off their engines.
+   */
+  protected override negligibleBlocks(chain: BlockChain): number {
+    return isPrecise(chain) ? Math.ceil((chain.n + 1) / NEGLIGIBLE_RUN_FRACTION) : 0;
   }
 
   /** Engines whose cache is private to a running request are not bound by the shares: a running prefix already sends the next request elsewhere. */
