@@ -61,6 +61,18 @@ export class ShareTracker {
   }
 
   /**
+   * Whether target i's recent picks are below `factor` × what it is owed (its fair share + `share`)
+   * by more than chance: the shortfall exceeds two standard deviations of a count of that size
+   * (2√owed), so that a process's own few picks of an engine — one of many processes — do not make it
+   * look starved.
+   */
+  clearlyBelow(i: number, factor: number, share: number): boolean {
+    const slot = this.slots[i] as { recent: number; fair: number };
+    const owed = slot.fair + share;
+    return slot.recent < factor * owed && owed - slot.recent > 2 * Math.sqrt(owed);
+  }
+
+  /**
    * The bound for one decision: `within(i, factor)` is true for a target that may take the
    * request under factor c (always for c = ∞, or for c > 1 when the target is idle or less busy
    * than its weighted share of the requests in flight).
@@ -122,6 +134,12 @@ export class LoadBound {
     const busy = this.ctx.inflight(i);
     if (factor > 1 && (busy === 0 || busy * this.weight < this.inflight * w)) return true;
     return this.shares.below(i, factor, w / this.weight);
+  }
+
+  /** Whether target i is below `factor` × its share by more than chance (see {@link ShareTracker.clearlyBelow}). */
+  clearlyBelow(i: number, factor: number): boolean {
+    if (this.weight === 0) return false;
+    return this.shares.clearlyBelow(i, factor, (this.ctx.weights[i] as number) / this.weight);
   }
 
   /** Whether target i is strictly below `factor` × its share, busy or not. */

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { boundedLoad, createRouter, type Lease, DEFAULTS } from "prefix-router";
+import { ShareTracker } from "../../src/strategies/bounded-load.js";
 
 const ids = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `t${i}` }));
 const hot = { model: "m", messages: [{ role: "system", content: "hot prefix ".repeat(500) }, { role: "user", content: "q" }] };
@@ -10,6 +11,30 @@ function counts(leases: readonly Lease[]): Map<string, number> {
   for (const l of leases) m.set(l.target.id, (m.get(l.target.id) ?? 0) + 1);
   return m;
 }
+
+describe("ShareTracker.clearlyBelow", () => {
+  it("is below the factor by more than chance: a shortfall over two standard deviations of the count owed (property)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 2 }), { maxLength: 200 }), (picks) => {
+        const targets = ids(3);
+        const shares = new ShareTracker(4096);
+        shares.setTargets(targets);
+        const ctx = { candidates: [0, 1, 2], weights: [1, 1, 1], isEjected: () => false } as never;
+        for (const i of picks) shares.count(ctx, i, 3);
+        for (let i = 0; i < 3; i++) {
+          const got = picks.filter((p) => p === i).length;
+          // Without decay worth speaking of over 200 picks: owed ≈ (picks + 1) / 3.
+          const owed = (picks.length + 1) / 3;
+          const clearly = shares.clearlyBelow(i, 0.8, 1 / 3);
+          if (got >= 0.8 * owed + 0.01) expect(clearly).toBe(false);
+          if (clearly) expect(shares.below(i, 0.8, 1 / 3)).toBe(true);
+          if (got === 0 && owed > 4.1) expect(clearly).toBe(true);
+          if (owed - got < 2 * Math.sqrt(owed) - 0.01) expect(clearly).toBe(false);
+        }
+      }),
+    );
+  });
+});
 
 describe("boundedLoad", () => {
   it("spreads a hot prefix held in flight: no busy target above loadFactor × its share (plain prefix-aware pins it)", async () => {

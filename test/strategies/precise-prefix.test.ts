@@ -186,6 +186,31 @@ describe("precise-prefix", () => {
     for (const holder of ["a", "b", "c"]) expect((await route(holder, negligible)).target).toBe(holder);
   });
 
+  it("an engine below its share takes a common start first on evidence, not on a process's first picks", async () => {
+    const { router, strategy, apply } = await setup();
+    const bodies = Array.from({ length: 30 }, (_, k) => conversation(`Question number ${k}?`));
+    for (const body of bodies) await strategy.tokens?.tokenize(body);
+    const [t0, t1] = [tokensOf(bodies[0]!), tokensOf(bodies[1]!)];
+    let same = 0;
+    while (t0[same] === t1[same]) same++;
+    const start = Math.floor(same / B);
+    expect(start).toBeGreaterThan(Math.floor(t0.length / B) / 2);
+    // a and b hold the shared start, most of each request; c holds none of it and has had none of this process's picks.
+    apply("a", stored(t0, start, 1n));
+    apply("b", stored(t0, start, 2n));
+    const targets: string[] = [];
+    for (const body of bodies) {
+      const lease = router.route({ body });
+      targets.push(lease.target.id);
+      lease.release("success");
+      if (lease.target.id === "c") break;
+    }
+    // One pick is no evidence that c is starved (another process may be sending it plenty)…
+    expect(["a", "b"]).toContain(targets[0]);
+    // …a few dozen are: an engine just added still takes its share.
+    expect(targets).toContain("c");
+  });
+
   it("validates its options with messages naming the option, range and value", async () => {
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { blockSize: 0 } })).rejects.toThrow("Expected `precisePrefix.blockSize` to be an integer from 1 to 1024, got 0");
     await expect(createRouter({ targets: [{ id: "a" }], precisePrefix: { feed: {} as never } })).rejects.toThrow(/`precisePrefix.feed` to be an object with an inSync/);

@@ -115,7 +115,7 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
 
   pick(ctx: Ctx, chain: BlockChain | undefined): StrategyPick {
     if (chain === undefined) return leastOutstandingPick(ctx);
-    const p = new Placement({ ctx, r: this.rankingOf(ctx, chain), bound: this.loadBound(ctx), slots: this.slots }, chain, this.config);
+    const p = new Placement({ ctx, r: this.rankingOf(ctx, chain), bound: this.loadBound(ctx), slots: this.slots, evidence: this.underShareByEvidence }, chain, this.config);
     if (2 * p.r.M < p.blocks || p.common) {
       const j = p.agreed(this.config.exclusive ? EXCLUSIVE_QUEUE_RATIO : QUEUE_RATIO);
       if (j !== -1) return p.picked(j);
@@ -185,6 +185,14 @@ export class LongestPrefix implements RoutingStrategy<{ id: string }, BlockChain
     return 0;
   }
 
+  /**
+   * Whether an under-share target takes a common start first only when it is below its share by
+   * more than chance ({@link Placement.agreed}); `precise-prefix` asks it.
+   */
+  protected get underShareByEvidence(): boolean {
+    return false;
+  }
+
   /** The bounded-load rule of one decision (`precise-prefix` exempts engines whose cache is private to a running request). */
   protected loadBound(ctx: Ctx, exempt?: (i: number) => boolean): LoadBound {
     return this.shares.bound(ctx, exempt);
@@ -202,6 +210,8 @@ class Placement {
   /** The longest match is a common start held by several targets (a system prompt, a tool list). */
   readonly common: boolean;
   private readonly c: number;
+  /** An under-share target takes a common start first only when it is below its share by more than chance. */
+  private readonly evidence: boolean;
   /** Characters (or bytes) per block. */
   private readonly blockSize: number;
 
@@ -210,8 +220,9 @@ class Placement {
   private readonly bound: LoadBound;
   private readonly slots: readonly Slot[];
 
-  constructor(decision: Readonly<{ ctx: Ctx; r: ChainRanking; bound: LoadBound; slots: readonly Slot[] }>, chain: BlockChain, config: LongestPrefixConfig) {
-    const { ctx, r, bound, slots } = decision;
+  constructor(decision: Readonly<{ ctx: Ctx; r: ChainRanking; bound: LoadBound; slots: readonly Slot[]; evidence: boolean }>, chain: BlockChain, config: LongestPrefixConfig) {
+    const { ctx, r, bound, slots, evidence } = decision;
+    this.evidence = evidence;
     this.ctx = ctx;
     this.r = r;
     this.bound = bound;
@@ -242,15 +253,18 @@ class Placement {
     return (this.slots[i] as Slot).ratio.tokens(work * this.blockSize);
   }
 
-  /** The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all) that is open and within `factor`, or −1. */
-  private bestIn(scope: number, factor: number): number {
+  /**
+   * The best-ranked position of a scope (0: holders of the longest match, 1: the others, 2: all)
+   * that is open and within `factor` (`clearly`: below it by more than chance), or −1.
+   */
+  private bestIn(scope: number, factor: number, clearly = false): number {
     const { r, ctx } = this;
     if (scope !== 0) r.scoreAnchors();
     let best = -1;
     for (let j = 0; j < ctx.candidates.length; j++) {
       if ((scope === 0 && r.match[j] !== r.M) || (scope === 1 && r.match[j] === r.M)) continue;
       const i = this.target(j);
-      if (!ctx.isOpen(i) || !this.bound.within(i, factor)) continue;
+      if (!ctx.isOpen(i) || !(clearly ? this.bound.clearlyBelow(i, factor) : this.bound.within(i, factor))) continue;
       if (best === -1 || r.compare(j, best) < 0) best = j;
     }
     return best;
@@ -294,7 +308,7 @@ class Placement {
     const T = this.ctx.candidates.length;
     const [first, second, third] = r.top3();
     if (common && r.group !== T) {
-      const low = this.bestIn(1, 1 / c);
+      const low = this.bestIn(1, 1 / c, this.evidence);
       if (low !== -1) return low;
     }
     const ok = (j: number): boolean => {

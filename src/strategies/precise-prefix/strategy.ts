@@ -320,6 +320,11 @@ export class PrecisePrefix extends LongestPrefix {
     return isPrecise(chain) ? Math.ceil((chain.n + 1) / NEGLIGIBLE_RUN_FRACTION) : 0;
   }
 
+  /** An under-share engine takes a common start first only when it is below its share by more than chance (`Placement.agreed`). */
+  protected override get underShareByEvidence(): boolean {
+    return true;
+  }
+
   /** Engines whose cache is private to a running request are not bound by the shares: a running prefix already sends the next request elsewhere. */
   protected override loadBound(ctx: Ctx): LoadBound {
     return super.loadBound(ctx, this.precise.spreadRunningPrefixes === false ? undefined : this.exempt);
