@@ -27,7 +27,8 @@ import type { Logger } from "../../logger.js";
 import type { Clock, LeaseOutcome, ReleaseInfo } from "../../types.js";
 import { DEFAULT_CLOSED_LOOP, type TokenRatio, judgePrediction } from "../../closed-loop/closed-loop.js";
 import { KvBlockIndex, type RunsQuery } from "../../kv-events/block-index.js";
-import { EndpointBackend, type PromptTokenizer, type PromptTokens, checkAgainstEngine, isOwnTokenizer, loadTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
+import { type PromptTokenizer, type PromptTokens, isOwnTokenizer, ownTokenizer } from "../../kv-events/tokenizer.js";
+import { loadAndCheck } from "./start.js";
 import type { Commitment, PickContext, StrategyPick, StrategyRanking, StrategyRequest, StrategyStats } from "../strategy.js";
 import type { BlockChain } from "../longest-prefix/chain.js";
 import type { LongestPrefixConfig } from "../longest-prefix/options.js";
@@ -145,28 +146,7 @@ export class PrecisePrefix extends LongestPrefix {
     }
     // The user's own functions, unchecked: ready now, so a read that never yields routes precisely.
     if (isOwnTokenizer(p.tokenizer) && p.checkUrl === undefined) return void ((this.tokenizer = ownTokenizer(p.tokenizer, { ...p, clock, logger: this.logger }).tokenizer), (this.stateNow = "ready"));
-    try {
-      const loaded = await loadTokenizer(p.tokenizer, { model: p.model, cacheTokens: p.cacheTokens, maxQueuedChars: p.maxQueuedChars, worker: p.worker, timeoutMs: p.tokenizeTimeoutMs, clock, logger: this.logger });
-      this.tokenizer = loaded.tokenizer;
-      const checkUrl = p.checkUrl ?? ("endpoint" in p.tokenizer ? p.tokenizer.endpoint : undefined);
-      if (checkUrl !== undefined) {
-        let mismatch: string | undefined;
-        try {
-          mismatch = await checkAgainstEngine(loaded.tokenizer, new EndpointBackend(checkUrl, p.model, p.tokenizeTimeoutMs));
-        } catch (e) {
-          this.logger.warn(`precise-prefix: could not check the tokenizer against ${checkUrl}/tokenize (${(e as Error).message}); routing on it unchecked`, { error: e });
-        }
-        if (mismatch !== undefined) {
-          this.stateNow = "mismatch";
-          this.logger.warn(`precise-prefix: the tokenizer does not match the engine's: ${mismatch}. Every request routes on the approximate strategy (longest-prefix) until the tokenizer files match the served model`);
-          return;
-        }
-      }
-      this.stateNow = "ready";
-    } catch (e) {
-      this.stateNow = "failed";
-      this.logger.warn(`precise-prefix: ${(e as Error).message}; every request routes on the approximate strategy (longest-prefix)`, { error: e });
-    }
+    this.stateNow = await loadAndCheck(p.tokenizer, p, clock, this.logger, (t) => (this.tokenizer = t));
   }
 
   /** Stops the tokenizer's worker. */
