@@ -188,13 +188,14 @@ export async function loadTokenizer(source: TokenizerSource, o: LoadTokenizerOpt
   const segmented = selfCheck(base, encodeHere);
   if (!segmented) o.logger.warn("precise-prefix: this tokenizer does not tokenize a prompt cut at its special tokens like the whole prompt; each prompt is tokenized whole (no incremental tokenization)");
   const settings = { ...base, segmented };
-  let backend: TokenizerBackend = new InThreadBackend((t) => Uint32Array.from(encodeHere(t, false)));
+  const encodeOne = (t: string): Uint32Array => Uint32Array.from(encodeHere(t, false));
+  let backend: TokenizerBackend;
   if (o.worker) {
-    const worker = new WorkerBackend(json, config, (texts) => texts.map((t) => Uint32Array.from(encodeHere(t, false))));
+    const worker = new WorkerBackend(json, config, (texts) => texts.map(encodeOne));
     // Started now, not by the first prompts (a thread's start and the tokenizer's load: 0.1–0.3 s).
     if (!(await worker.started())) o.logger.warn("precise-prefix: the tokenizer's worker thread did not start; prompts are tokenized in this thread, one batch per macrotask");
     backend = worker;
-  }
+  } else backend = new InThreadBackend(encodeOne);
   return { tokenizer: new PromptTokenizer(settings, backend, o.clock, o.logger), encodeHere };
 }
 

@@ -69,7 +69,7 @@ export class ShareTracker {
   clearlyBelow(i: number, factor: number, share: number): boolean {
     const slot = this.slots[i] as { recent: number; fair: number };
     const owed = slot.fair + share;
-    return slot.recent < factor * owed && owed - slot.recent > 2 * Math.sqrt(owed);
+    return this.below(i, factor, share) && owed - slot.recent > 2 * Math.sqrt(owed);
   }
 
   /**

@@ -52,7 +52,6 @@ type Ctx = PickContext<{ id: string }>;
 /** Held runs below 1/this of a request's blocks rank as none. */
 const NEGLIGIBLE_RUN_FRACTION = 8;
 
-
 /**
  * A pick's figures beyond `longest-prefix`'s: `matchedBy` reaches `Decision.reason` (with
  * `matchedBlocks`, `longestMatchBlocks` and `blocks`, in token blocks); the rest is for tests and
