@@ -187,10 +187,11 @@ describe("engine figures", () => {
 describe("bench --engine: the command line", () => {
   it("parses its options with defaults", () => {
     const a = parseEngineArgs(["--engine", "llama,emulated", "--sessions", "20", "--time-limit", "5m"]);
-    expect(a).toMatchObject({ engines: ["llama", "emulated"], workload: "short-prompts", instances: 4, slots: 4, concurrency: 4, sessions: 20, seed: 1, timeLimitMs: 300_000 });
+    expect(a).toMatchObject({ engines: ["llama", "emulated"], workload: "short-prompts", instances: 4, slots: 4, concurrency: 4, sessions: 20, seeds: [1], timeLimitMs: 300_000 });
     expect(a.strategies).toEqual(["random", "least-outstanding", "prefix-aware", "longest-prefix"]);
     expect(a.routers).toEqual([1]);
     expect(parseEngineArgs(["--engine", "llama", "--routers", "1,4", "--routers", "4"]).routers).toEqual([1, 4]);
+    expect(parseEngineArgs(["--engine", "llama", "--seed", "1-3,7", "--seed", "2"]).seeds).toEqual([1, 2, 3, 7]);
   });
 
   it.each([
@@ -201,6 +202,10 @@ describe("bench --engine: the command line", () => {
     [["--engine", "llama", "--prefix-length", "10"], /`--prefix-length`/],
     [["--engine", "llama", "--routers", "0"], /`--routers` to be integers from 1 to 64, got 0/],
     [["--engine", "llama", "--routers", "two"], /`--routers` to hold integers, got "two"/],
+    [["--engine", "llama", "--seed", "3-1"], /`--seed` to hold integers ≥ 0 or ranges like 1-5/],
+    [["--engine", "llama", "--seed", "one"], /`--seed` to hold integers ≥ 0/],
+    [["--engine", "llama", "--seed", "4294967296"], /`--seed` to hold integers from 0 to 2147483647, got 4294967296/],
+    [["--engine", "llama", "--seed", "1-2", "--report", "r.html"], /`--report` draws one run: give it one `--seed`/],
   ])("refuses %j with a BenchError naming the option", (argv, message) => {
     let error: unknown;
     try {

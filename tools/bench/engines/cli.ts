@@ -6,12 +6,14 @@
 import { writeFile } from "node:fs/promises";
 import { BenchError } from "../../common/errors.js";
 import { parseCommandLine, parseDuration, parseNumbers, splitList } from "../../common/cli.js";
+import { parseSeeds } from "../options.js";
 import { importOptional } from "../../common/optional.js";
 import { STRATEGIES } from "prefix-router";
 import { VARIANT_NAMES, isVariant } from "../variants.js";
 import { ENGINE_KINDS, type EngineKind, type EngineStrategy, runEngineBench } from "./run.js";
 import { ENGINE_WORKLOAD_NAMES, type EngineWorkloadName, engineWorkload } from "./workloads.js";
-import { engineChecks, engineRows, emulatorCheck, formatEngineReport, renderEngineHtml } from "./report.js";
+import { type EngineRow, engineChecks, engineRows, emulatorCheck, formatEngineReport, renderEngineHtml } from "./report.js";
+import { compareEngineSeeds, engineSeedsReport, referenceStrategy, summarizeEngineSeeds } from "./seeds.js";
 
 /** Where the command writes. */
 export interface EngineCliIo {
@@ -45,7 +47,9 @@ Options:
   --sessions N           sessions per strategy (default: the workload's, 160 or 48)
   --max-tokens N         output tokens per request (default: 16)
   --prefix-length N      the router's prefixLength (default: the router's)
-  --seed N               workload, router and model seed (default: 1)
+  --seed LIST            workload, router and model seeds or ranges, e.g. 1-5 (default: 1); a
+                         whole run per seed, then means with 95% intervals and each strategy
+                         paired by seed with prefix-aware (else the first strategy)
   --time-limit T         stop starting rounds after T per engine kind, e.g. 20m
   --no-checks            print the checks without failing the run (exit code 0) when one is missed
   --json FILE            write rows, checks and every request's record
@@ -84,7 +88,8 @@ export interface EngineArgs {
   sessions: number | undefined;
   maxTokens: number;
   prefixLength: number | undefined;
-  seed: number;
+  /** A whole run per seed. */
+  seeds: number[];
   timeLimitMs: number | undefined;
   json: string | undefined;
   report: string | undefined;
@@ -110,7 +115,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     sessions: { type: "string" },
     "max-tokens": { type: "string" },
     "prefix-length": { type: "string" },
-    seed: { type: "string" },
+    seed: { type: "string", multiple: true },
     "time-limit": { type: "string" },
     json: { type: "string" },
     report: { type: "string" },
@@ -133,6 +138,11 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     }
   }
   const timeLimit = v["time-limit"] as string | undefined;
+  const seeds = [...new Set(parseSeeds(v.seed as string[] | undefined) ?? [1])];
+  for (const n of seeds) {
+    if (n > 2 ** 31 - 1) throw new BenchError("ERR_BENCH_OPTION", `Expected \`--seed\` to hold integers from 0 to ${2 ** 31 - 1}, got ${n}`);
+  }
+  if (seeds.length > 1 && v.report !== undefined) throw new BenchError("ERR_BENCH_OPTION", "`--report` draws one run: give it one `--seed`");
   const routers = parseNumbers(v.routers as string[] | undefined, "--routers", true) ?? [1];
   for (const n of routers) {
     if (n < 1 || n > 64) throw new BenchError("ERR_BENCH_OPTION", `Expected \`--routers\` to be integers from 1 to 64, got ${n}`);
@@ -150,7 +160,7 @@ export function parseEngineArgs(argv: readonly string[]): EngineArgs {
     sessions: integer(v.sessions, "--sessions", 1, 100_000),
     maxTokens: integer(v["max-tokens"], "--max-tokens", 1, 4096) ?? 16,
     prefixLength: integer(v["prefix-length"], "--prefix-length", 1024, 65_536),
-    seed: integer(v.seed, "--seed", 0, 2 ** 31 - 1) ?? 1,
+    seeds,
     timeLimitMs: timeLimit === undefined ? undefined : parseDuration(timeLimit, "--time-limit"),
     json: v.json as string | undefined,
     report: v.report as string | undefined,
@@ -174,37 +184,55 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     await importOptional("vega", () => import("vega"));
     await importOptional("vega-lite", () => import("vega-lite"));
   }
-  const workload = engineWorkload(args.workload, args.seed, args.sessions === undefined ? {} : { sessions: args.sessions });
-  const started = performance.now();
-  const result = await runEngineBench({
-    engines: args.engines,
-    workload,
-    strategies: args.strategies,
-    instances: args.instances,
-    slots: args.slots,
-    contextSize: args.contextSize,
-    concurrency: args.concurrency,
-    routers: args.routers,
-    maxTokens: args.maxTokens,
-    seed: args.seed,
-    ...(args.timeLimitMs !== undefined && { timeLimitMs: args.timeLimitMs }),
-    ...(args.prefixLength !== undefined && { router: { prefixLength: args.prefixLength } }),
-    ...(!args.quiet && {
-      onProgress: (p: { engine: EngineKind; routers: number; round: number; rounds: number }) =>
-        io.err(`${p.engine}${args.routers.length > 1 || p.routers > 1 ? ` ×${p.routers} routers` : ""}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
-    }),
-  });
-  const rows = engineRows(result);
-  io.out(formatEngineReport(result, rows, args.checks));
-  io.out(`${args.instances} engines × ${args.slots} slots, ${args.concurrency} sessions in flight, ${((performance.now() - started) / 1000).toFixed(0)} s wall time; Node.js ${process.version}`);
+  const several = args.seeds.length > 1;
+  const perSeed: { seed: number; result: Awaited<ReturnType<typeof runEngineBench>>; rows: EngineRow[] }[] = [];
+  for (const seed of args.seeds) {
+    const workload = engineWorkload(args.workload, seed, args.sessions === undefined ? {} : { sessions: args.sessions });
+    const started = performance.now();
+    const result = await runEngineBench({
+      engines: args.engines,
+      workload,
+      strategies: args.strategies,
+      instances: args.instances,
+      slots: args.slots,
+      contextSize: args.contextSize,
+      concurrency: args.concurrency,
+      routers: args.routers,
+      maxTokens: args.maxTokens,
+      seed,
+      ...(args.timeLimitMs !== undefined && { timeLimitMs: args.timeLimitMs }),
+      ...(args.prefixLength !== undefined && { router: { prefixLength: args.prefixLength } }),
+      ...(!args.quiet && {
+        onProgress: (p: { engine: EngineKind; routers: number; round: number; rounds: number }) =>
+          io.err(`${several ? `seed ${seed}: ` : ""}${p.engine}${args.routers.length > 1 || p.routers > 1 ? ` ×${p.routers} routers` : ""}: round ${p.round}/${p.rounds} (strategies take turns, up to ${4 * args.concurrency} sessions each a round), ${((performance.now() - started) / 1000).toFixed(0)} s`),
+      }),
+    });
+    const rows = engineRows(result);
+    if (several) io.out(`Seed ${seed}:`);
+    io.out(formatEngineReport(result, rows, args.checks));
+    io.out(`${args.instances} engines × ${args.slots} slots, ${args.concurrency} sessions in flight, ${((performance.now() - started) / 1000).toFixed(0)} s wall time; Node.js ${process.version}`);
+    if (several) io.out("");
+    perSeed.push({ seed, result, rows });
+  }
+  if (several) io.out(engineSeedsReport(perSeed, args.strategies).join("\n"));
   if (args.json !== undefined) {
-    const json = { options: { ...args, json: undefined, report: undefined }, timing: result.timing, rows, checks: engineChecks(rows), emulator: emulatorCheck(rows), runs: result.runs };
+    const options = { ...args, json: undefined, report: undefined };
+    const one = (s: (typeof perSeed)[number]) => ({ timing: s.result.timing, rows: s.rows, checks: engineChecks(s.rows), emulator: emulatorCheck(s.rows), runs: s.result.runs });
+    const reference = referenceStrategy(args.strategies);
+    const json = several
+      ? {
+          options,
+          seeds: perSeed.map((s) => ({ seed: s.seed, ...one(s) })),
+          acrossSeeds: { summaries: summarizeEngineSeeds(perSeed), reference, paired: reference === undefined ? [] : compareEngineSeeds(perSeed, reference) },
+        }
+      : { options, ...one(perSeed[0]!) };
     await writeFile(args.json, `${JSON.stringify(json, null, 2)}\n`);
     io.err(`Wrote ${args.json}`);
   }
   if (args.report !== undefined) {
+    const { result, rows } = perSeed[0]!;
     await writeFile(args.report, await renderEngineHtml(result, rows));
     io.err(`Wrote ${args.report}`);
   }
-  return args.checks && engineChecks(rows).some((c) => !c.met) ? 1 : 0;
+  return args.checks && perSeed.some((s) => engineChecks(s.rows).some((c) => !c.met)) ? 1 : 0;
 }
