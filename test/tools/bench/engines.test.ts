@@ -264,6 +264,8 @@ describe("a run on the emulated fleet", () => {
       expect(run.records.every((r) => r.error === undefined && r.promptTokens > 0 && run.targets.includes(r.target!))).toBe(true);
       expect(run.records.every((r) => r.ttftMs > 0 && r.ttftMs <= r.durationMs)).toBe(true);
     }
+    // Every record says why its target was picked (the decision's reason).
+    for (const run of res.runs) expect(run.records.every((r) => typeof r.reason?.kind === "string" && r.reason.rank >= 0)).toBe(true);
     // prefix-aware predicts (0 on a first sight); random never does.
     expect(res.runs[1]!.records.every((r) => r.predictedCachedTokens !== undefined)).toBe(true);
     expect(res.runs[0]!.records.every((r) => r.predictedCachedTokens === undefined)).toBe(true);
@@ -297,6 +299,8 @@ describe("a run on the emulated fleet", () => {
       expect(r.promptTokens).toBeGreaterThan(0);
       expect(two!.targets).toContain(r.target);
       expect(r.predictedCachedTokens).toBeDefined();
+      // The reason crosses the process boundary with the outcome.
+      expect(r.reason).toMatchObject({ kind: expect.any(String), predictedCachedTokens: r.predictedCachedTokens });
     }
     // Both processes played turns, and some session's turns went through both.
     expect(new Set(two!.records.map((r) => r.router)).size).toBe(2);

@@ -9,7 +9,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { performance } from "node:perf_hooks";
 import type OpenAI from "openai";
-import { type RouterOptions } from "prefix-router";
+import { type Decision, type RouterOptions } from "prefix-router";
 import { routeOpenAI } from "prefix-router/openai";
 import { DEFAULT_LLAMA_MODEL } from "../../fleet/llama/index.js";
 import { createRandom } from "../../sim/random.js";
@@ -57,6 +57,8 @@ export interface RequestOutcome {
   readonly durationMs: number;
   /** Sent → the router's decision (`onDecision`): the router's share of the TTFT; `NaN` when it decided nothing. */
   readonly decisionMs: number;
+  /** Why the router picked its target (`Decision.reason`); `undefined` when it decided nothing. */
+  readonly reason?: Decision["reason"] | undefined;
   /** The answer's text. */
   readonly text: string;
   readonly promptTokens: number;
@@ -74,6 +76,7 @@ interface Pending {
   target?: string;
   decidedAt?: number;
   predicted?: number | undefined;
+  reason?: Decision["reason"];
 }
 
 /** A routed client; see the file header. */
@@ -101,6 +104,7 @@ export class RoutedClient {
           p.target = d.target.id;
           p.decidedAt = performance.now();
           p.predicted = d.predictedCachedTokens;
+          p.reason = d.reason;
         }
       },
     });
@@ -174,6 +178,7 @@ export class RoutedClient {
       ttftMs: Number.isNaN(first) ? durationMs : first,
       durationMs,
       decisionMs: (pending.decidedAt ?? Number.NaN) - start,
+      reason: pending.reason,
       text,
       promptTokens: usage?.prompt_tokens ?? 0,
       cachedTokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,

@@ -13,7 +13,7 @@
  * ({@link idealTokens}: the tiny llama model's BPE, or the emulated engine's 4-character tokens).
  */
 import { performance } from "node:perf_hooks";
-import { type RouterOptions } from "prefix-router";
+import { type Decision, type RouterOptions } from "prefix-router";
 import { startFleet, type LiveFleet } from "../../fleet/live.js";
 import { type EngineConfig, resolveEngineConfig } from "../../fleet/config.js";
 import { kvEventBlockSize } from "../../fleet/kv-events/slot-blocks.js";
@@ -121,6 +121,8 @@ export interface EngineRecord {
   readonly engineQueueMs: number | undefined;
   /** Sent → the router's decision, ms (the router's share of the TTFT). */
   readonly decisionMs: number;
+  /** Why the router picked its target (`Decision.reason`: the pick's kind and rank, what it passed over, the blocks matched); absent when it decided nothing. */
+  readonly reason?: Decision["reason"] | undefined;
   /** The error's message when the request failed. */
   readonly error?: string;
 }
@@ -345,6 +347,7 @@ class StrategyRun {
       engineTtftMs: out.engineTtftMs,
       engineQueueMs: out.engineQueueMs,
       decisionMs: out.decisionMs,
+      ...(out.reason !== undefined && { reason: out.reason }),
       ...(out.error !== undefined && { error: out.error }),
     });
     if (out.error !== undefined) return undefined;
