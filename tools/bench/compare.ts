@@ -180,7 +180,8 @@ export function compareAcrossSeeds(rows: readonly BenchRow[], reference: string)
   return out;
 }
 
-function verdict(e: Estimate): Verdict {
+/** Which side of zero the 95% interval of `e` lies on (`tie` when it holds 0, or from one seed). */
+export function verdict(e: Estimate): Verdict {
   if (e.n < 2 || !(e.halfWidth >= 0)) return "tie";
   if (e.mean + e.halfWidth < 0) return "lower";
   if (e.mean - e.halfWidth > 0) return "higher";

@@ -10,7 +10,7 @@ import { parseSeeds } from "../options.js";
 import { importOptional } from "../../common/optional.js";
 import { STRATEGIES } from "prefix-router";
 import { VARIANT_NAMES, isVariant } from "../variants.js";
-import { ENGINE_KINDS, type EngineKind, type EngineStrategy, runEngineBench } from "./run.js";
+import { ENGINE_KINDS, type EngineBenchResult, type EngineKind, type EngineStrategy, runEngineBench } from "./run.js";
 import { ENGINE_WORKLOAD_NAMES, type EngineWorkloadName, engineWorkload } from "./workloads.js";
 import { type EngineRow, engineChecks, engineRows, emulatorCheck, formatEngineReport, renderEngineHtml } from "./report.js";
 import { compareEngineSeeds, engineSeedsReport, referenceStrategy, summarizeEngineSeeds } from "./seeds.js";
@@ -185,7 +185,7 @@ export async function runEngineBenchCommand(argv: readonly string[], io: EngineC
     await importOptional("vega-lite", () => import("vega-lite"));
   }
   const several = args.seeds.length > 1;
-  const perSeed: { seed: number; result: Awaited<ReturnType<typeof runEngineBench>>; rows: EngineRow[] }[] = [];
+  const perSeed: { seed: number; result: EngineBenchResult; rows: EngineRow[] }[] = [];
   for (const seed of args.seeds) {
     const workload = engineWorkload(args.workload, seed, args.sessions === undefined ? {} : { sessions: args.sessions });
     const started = performance.now();

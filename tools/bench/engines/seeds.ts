@@ -6,7 +6,7 @@
  * On a shared machine one run cannot tell a few milliseconds of median TTFT from noise; five can
  * say on which side of zero the difference lies. Pure functions of the rows.
  */
-import { type Estimate, estimate } from "../compare.js";
+import { type Estimate, estimate, verdict } from "../compare.js";
 import type { EngineRow } from "./report.js";
 import type { EngineKind, EngineStrategy } from "./run.js";
 
@@ -54,7 +54,9 @@ export function summarizeEngineSeeds(runs: readonly SeedRows[]): EngineSeedSumma
   for (const run of runs) {
     for (const r of run.rows) {
       const k = keyOf(r);
-      groups.set(k, [...(groups.get(k) ?? []), r]);
+      const g = groups.get(k);
+      if (g === undefined) groups.set(k, [r]);
+      else g.push(r);
     }
   }
   return [...groups.values()].map((g) => {
@@ -97,16 +99,15 @@ export function compareEngineSeeds(runs: readonly SeedRows[], reference: EngineS
     if (pairs.length === 0) continue;
     const hitDiff = estimate(pairs.map(([r, f]) => r.hitRate - f.hitRate));
     const ttftP50DiffMs = estimate(pairs.map(([r, f]) => r.ttftP50Ms - f.ttftP50Ms));
-    out.push({ engine: s.engine, routers: s.routers, strategy: s.strategy, reference, hitDiff, ttftP50DiffMs, hit: verdict(hitDiff), ttftP50: verdict(ttftP50DiffMs) });
+    out.push({ engine: s.engine, routers: s.routers, strategy: s.strategy, reference, hitDiff, ttftP50DiffMs, hit: side(hitDiff), ttftP50: side(ttftP50DiffMs) });
   }
   return out;
 }
 
-function verdict(e: Estimate): SeedVerdict {
-  if (e.n < 2 || !(e.halfWidth >= 0)) return "tie";
-  if (e.mean - e.halfWidth > 0) return "above";
-  if (e.mean + e.halfWidth < 0) return "below";
-  return "tie";
+/** The side of zero of a row-minus-reference difference. */
+function side(e: Estimate): SeedVerdict {
+  const v = verdict(e);
+  return v === "higher" ? "above" : v === "lower" ? "below" : "tie";
 }
 
 const pm = (e: Estimate, scale: number, digits: number, sign = false): string => {
